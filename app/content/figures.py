@@ -1,0 +1,127 @@
+"""Every computed figure a card may quote, by name.
+
+Cards declare the figures they state in their front matter (`figures: {name: "512 KiB"}`);
+tests/content/test_figures.py recomputes each one here and fails when a card
+disagrees. Run `kvprep figures` to print the table.
+
+Model shapes come from the models' config.json files as quoted in the seeds
+(GPT-2 small; Llama 2 7B/70B, Mistral 7B v0.1, Llama 3 8B).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from graders.reference.kv_memory import kv_cache_bytes
+
+KIB, MIB, GIB = 2**10, 2**20, 2**30
+GPU_80GB_BYTES = 80 * 10**9  # "80 GB" cards are sold in decimal gigabytes
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    name: str
+    layers: int
+    q_heads: int
+    kv_heads: int
+    hidden: int
+    vocab: int
+    intermediate: int  # MLP width (gated SwiGLU for Llama/Mistral)
+    bytes_per_element: int = 2  # fp16/bf16 unless stated
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.q_heads
+
+    def kv_bytes(self, seq_len: int, batch: int = 1) -> int:
+        return kv_cache_bytes(
+            self.layers, self.kv_heads, self.head_dim, seq_len, batch, self.bytes_per_element
+        )
+
+    def llama_params(self) -> int:
+        """Parameters of a Llama-style decoder: untied embeddings, gated MLP, RMSNorm weights."""
+        d, hd = self.hidden, self.head_dim
+        attn = d * d * 2 + d * self.kv_heads * hd * 2  # q and o, then k and v
+        mlp = 3 * d * self.intermediate
+        norms = 2 * d
+        return self.layers * (attn + mlp + norms) + 2 * self.vocab * d + d
+
+
+GPT2_SMALL = ModelShape("GPT-2 small", 12, 12, 12, 768, 50257, 3072, bytes_per_element=4)
+LLAMA2_7B = ModelShape("Llama-2-7B", 32, 32, 32, 4096, 32000, 11008)
+MISTRAL_7B = ModelShape("Mistral-7B-v0.1", 32, 32, 8, 4096, 32000, 14336)
+LLAMA3_8B = ModelShape("Llama-3-8B", 32, 32, 8, 4096, 128256, 14336)
+LLAMA2_70B = ModelShape("Llama-2-70B", 80, 64, 8, 8192, 32000, 28672)
+
+MODELS = {
+    "gpt2_small": GPT2_SMALL,
+    "llama2_7b": LLAMA2_7B,
+    "mistral_7b": MISTRAL_7B,
+    "llama3_8b": LLAMA3_8B,
+    "llama2_70b": LLAMA2_70B,
+}
+
+
+def _int(n: int) -> str:
+    return f"{n:,}"
+
+
+def naive_vs_cached_work(prompt_len: int, n_new: int) -> dict[str, int]:
+    """Work counters of the one-layer NumPy lesson (seed 002): projections and score elements.
+
+    Naive: each of n_new steps re-runs the whole sequence of length t (3t projections, t*t scores).
+    Cached: one prefill over the prompt, then n_new decode steps of 3 projections and t scores.
+    """
+    naive_lengths = range(prompt_len, prompt_len + n_new)
+    cached_lengths = range(prompt_len + 1, prompt_len + n_new + 1)
+    return {
+        "naive_proj": sum(3 * t for t in naive_lengths),
+        "naive_scores": sum(t * t for t in naive_lengths),
+        "cached_proj": 3 * prompt_len + 3 * n_new,
+        "cached_scores": prompt_len * prompt_len + sum(cached_lengths),
+    }
+
+
+def compute_figures() -> dict[str, str]:
+    """name -> the exact text a card must print for that figure."""
+    f: dict[str, str] = {}
+    f["gpt2_positions"] = _int(1024)
+    f["gpt2_small_kib_per_token_fp32"] = f"{GPT2_SMALL.kv_bytes(1) / KIB:g} KiB"
+    f["gpt2_small_gib_1024x64_fp32"] = f"{GPT2_SMALL.kv_bytes(1024, 64) / GIB:.2f} GiB"
+    for key, model in MODELS.items():
+        if key == "gpt2_small":
+            continue
+        f[f"{key}_kib_per_token"] = f"{model.kv_bytes(1) / KIB:g} KiB"
+        f[f"{key}_gib_4k"] = f"{model.kv_bytes(4096) / GIB:.2f} GiB"
+        f[f"{key}_gib_32k"] = f"{model.kv_bytes(32768) / GIB:.2f} GiB"
+        f[f"{key}_gib_4k_x32"] = f"{model.kv_bytes(4096, 32) / GIB:.2f} GiB"
+    f["llama2_70b_bytes_per_token"] = _int(LLAMA2_70B.kv_bytes(1))
+    f["llama2_70b_gib_8000"] = f"{LLAMA2_70B.kv_bytes(8000) / GIB:.2f} GiB"
+    f["llama2_70b_gb_8000"] = f"{LLAMA2_70B.kv_bytes(8000) / 1e9:.2f} GB"
+    f["llama2_70b_gb_8000_x32"] = f"{LLAMA2_70B.kv_bytes(8000, 32) / 1e9:.1f} GB"
+    f["llama2_70b_8000_seqs_80gb"] = _int(GPU_80GB_BYTES // LLAMA2_70B.kv_bytes(8000))
+    f["llama2_70b_gqa_factor"] = f"{LLAMA2_70B.q_heads // LLAMA2_70B.kv_heads}x"
+    mha_70b = ModelShape("70B MHA", 80, 64, 64, 8192, 32000, 28672)
+    mqa_70b = ModelShape("70B MQA", 80, 64, 1, 8192, 32000, 28672)
+    f["mha_70b_gib_4k"] = f"{mha_70b.kv_bytes(4096) / GIB:.2f} GiB"
+    f["mqa_70b_gib_4k"] = f"{mqa_70b.kv_bytes(4096) / GIB:.2f} GiB"
+    f["gpu_80gb_gib"] = f"{GPU_80GB_BYTES / GIB:.1f} GiB"
+    for key in ("llama2_7b", "llama3_8b"):
+        model = MODELS[key]
+        params = model.llama_params()
+        weights = params * 2  # fp16
+        f[f"{key}_params"] = f"{params / 1e9:.2f}B"
+        f[f"{key}_weights_gib_fp16"] = f"{weights / GIB:.1f} GiB"
+        f[f"{key}_4k_seqs_80gb"] = _int((GPU_80GB_BYTES - weights) // model.kv_bytes(4096))
+        f[f"{key}_4k_seqs_80gb_exact"] = f"{(GPU_80GB_BYTES - weights) / model.kv_bytes(4096):.1f}"
+    for n in (1024, 4096, 32768, 131072):
+        f[f"score_entries_{n}"] = _int(n * n)
+        f[f"score_fp16_mib_{n}"] = f"{_int(n * n * 2 // MIB)} MiB"
+    f["prefill_ratio_1m_vs_32k"] = _int((2**20 // 32768) ** 2)
+    f["cache_ratio_1m_vs_32k"] = _int(2**20 // 32768)
+    work = naive_vs_cached_work(4, 60)
+    for name, value in work.items():
+        f[f"lesson_{name}_4_60"] = _int(value)
+    long = naive_vs_cached_work(2000, 500)
+    f["naive_proj_2000_500"] = _int(long["naive_proj"] // 3)  # token-projections, not matrices
+    return f

@@ -1,0 +1,78 @@
+"""The validated shape of a topic and of a question card."""
+
+from __future__ import annotations
+
+import enum
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+SLUG = r"^[a-z0-9]+(-[a-z0-9]+)*$"
+
+
+class Difficulty(str, enum.Enum):
+    EASY = "easy"
+    MEDIUM = "medium"
+    HARD = "hard"
+
+
+class Topic(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    slug: str = Field(pattern=SLUG)
+    title: str = Field(min_length=1)
+    summary: str = Field(min_length=1)
+
+
+class FollowUp(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    question: str = Field(min_length=1)
+    answer: str = Field(min_length=1)
+
+
+class WrongAnswer(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    answer: str = Field(min_length=1)
+    why: str = Field(min_length=1)
+
+
+class CardFrontMatter(BaseModel):
+    """The YAML block at the top of a card file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=SLUG, max_length=80)
+    title: str = Field(min_length=1, max_length=200)
+    topic: str = Field(pattern=SLUG)
+    difficulty: Difficulty
+    tags: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(min_length=1)
+    # figure name (app/content/figures.py) -> the exact text the card prints for it
+    figures: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("tags")
+    @classmethod
+    def _tags_are_slugs(cls, tags: list[str]) -> list[str]:
+        for tag in tags:
+            if not re.match(SLUG, tag):
+                raise ValueError(f"tag {tag!r} must be lower-case words joined by '-'")
+        return tags
+
+
+class Card(CardFrontMatter):
+    """A complete card: front matter plus the sections parsed from the Markdown body."""
+
+    question: str = Field(min_length=1)
+    key_points: list[str] = Field(min_length=3)
+    follow_ups: list[FollowUp] = Field(min_length=1)
+    wrong_answers: list[WrongAnswer] = Field(min_length=1)
+    notes: str = ""
+    path: str  # relative to the bank's root, for error messages and the "edit this card" link
+
+    def search_text(self) -> str:
+        parts = [self.title, self.question, *self.key_points, *self.tags]
+        parts += [f.question + " " + f.answer for f in self.follow_ups]
+        parts += [w.answer + " " + w.why for w in self.wrong_answers]
+        return "\n".join(parts)

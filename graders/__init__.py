@@ -1,0 +1,1 @@
+"""Graders for kvprep's coding challenges: reference code, checks and the sandbox."""

@@ -1,0 +1,1 @@
+"""kvprep's own reference implementations: the answers every check compares against."""

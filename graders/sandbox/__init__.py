@@ -1,0 +1,1 @@
+"""Running untrusted submissions: the session protocol the checks drive, and its backends."""

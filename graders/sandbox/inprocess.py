@@ -1,0 +1,112 @@
+"""An in-process Session with the same copy semantics as the sandbox, for unit tests.
+
+It isolates NOTHING: the submission runs in the caller's interpreter. It exists so
+the checks can be tested quickly against known-good and known-bad code; real
+grading always goes through the fork server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import types
+from typing import Any
+
+import numpy as np
+import torch
+
+from graders.sandbox.session import Handle, LoadError, SubmissionError
+
+_PLAIN_SCALARS = (type(None), bool, int, float, str)
+
+
+def _to_wire(value: Any, objects: dict[int, Any]) -> Any:
+    """Copy a check's argument into the submission's world (resolving handles)."""
+    if isinstance(value, Handle):
+        obj = objects[value.id]
+        return getattr(obj, value.attr) if value.attr else obj
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, list):
+        return [_to_wire(v, objects) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_to_wire(v, objects) for v in value)
+    if isinstance(value, dict):
+        return {k: _to_wire(v, objects) for k, v in value.items()}
+    if isinstance(value, _PLAIN_SCALARS):
+        return value
+    raise TypeError(f"cannot send {type(value).__name__} to a submission")
+
+
+class InProcessSession:
+    def __init__(self, code: str, filename: str = "submission.py") -> None:
+        self._objects: dict[int, Any] = {}
+        self._out = io.StringIO()
+        self.module = types.ModuleType("submission")
+        try:
+            compiled = compile(code, filename, "exec")
+            with contextlib.redirect_stdout(self._out):
+                exec(compiled, self.module.__dict__)
+        except BaseException as exc:  # noqa: BLE001 - any failure to load is a LoadError
+            raise LoadError(f"{type(exc).__name__}: {exc}") from None
+
+    def _keep(self, obj: Any) -> Handle:
+        handle = Handle(len(self._objects) + 1)
+        self._objects[handle.id] = obj
+        return handle
+
+    def _from_wire(self, value: Any) -> Any:
+        """Decode a submission's value: plain data is copied, anything else becomes a Handle."""
+        if type(value) in _PLAIN_SCALARS:
+            return value
+        if isinstance(value, torch.Tensor):
+            return value.detach().clone()
+        if isinstance(value, np.ndarray):
+            return value.copy()
+        if isinstance(value, np.generic):
+            return value.item()
+        if type(value) is list:
+            return [self._from_wire(v) for v in value]
+        if type(value) is tuple:
+            return tuple(self._from_wire(v) for v in value)
+        if type(value) is dict:
+            return {k: self._from_wire(v) for k, v in value.items()}
+        return self._keep(value)
+
+    def has(self, name: str) -> bool:
+        return name in self.module.__dict__
+
+    def call(self, target: str | Handle, *args: Any, keep: bool = False, **kwargs: Any) -> Any:
+        fn = self.module.__dict__[target] if isinstance(target, str) else _to_wire(target, self._objects)
+        wire_args = [_to_wire(a, self._objects) for a in args]
+        wire_kwargs = {k: _to_wire(v, self._objects) for k, v in kwargs.items()}
+        try:
+            with contextlib.redirect_stdout(self._out):
+                result = fn(*wire_args, **wire_kwargs)
+        except Exception as exc:  # noqa: BLE001 - the submission's exception is data
+            raise SubmissionError(type(exc).__name__, str(exc)) from None
+        return self._keep(result) if keep else self._from_wire(result)
+
+    def new_dict(self, initial: dict[str, Any] | None = None) -> Handle:
+        return self._keep(_to_wire(dict(initial or {}), self._objects))
+
+    def get(self, handle: Handle) -> Any:
+        obj = self._objects[handle.id]
+        if handle.attr:
+            obj = getattr(obj, handle.attr)
+        if type(obj) is dict:
+            return {k: self._from_wire(v) for k, v in obj.items()}
+        if isinstance(obj, torch.Tensor | np.ndarray):
+            return self._from_wire(obj)
+        raise TypeError(f"cannot decode a {type(obj).__name__}")
+
+    def setitem(self, handle: Handle, key: str | int, value: Any) -> None:
+        self._objects[handle.id][key] = _to_wire(value, self._objects)
+
+    def output(self) -> str:
+        return self._out.getvalue()[-4096:]
+
+    def close(self) -> None:
+        self._objects.clear()

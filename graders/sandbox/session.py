@@ -1,0 +1,85 @@
+"""The interface a challenge's checks use to drive a submission.
+
+A check never touches the submission's objects directly. It talks to a *session*:
+every argument crosses the boundary as data (tensors, arrays, numbers, strings and
+containers of them) and every result comes back as data the grader decodes itself.
+Objects that are not plain data (a module instance, a cache object, a dict the
+check wants to keep on the other side) stay in the submission's process and come
+back as a `Handle` the check can pass back in later calls.
+
+Two backends implement it:
+- `graders.sandbox.forkserver` (the real one): a forked, isolated child process.
+- `graders.sandbox.inprocess`: the same semantics in the test process, for unit
+  tests of the checks only. It isolates nothing and is never used to grade.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class Handle:
+    """An object that lives in the submission's process; `attr` selects a bound attribute."""
+
+    id: int
+    attr: str | None = None
+
+    def __getattr__(self, name: str) -> Handle:
+        # Handle(3).update -> Handle(3, "update"): lets checks write session.call(cache.update, ...)
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if self.attr is not None:
+            raise AttributeError(f"nested attribute {self.attr}.{name} is not supported")
+        return Handle(self.id, name)
+
+
+class SubmissionError(Exception):
+    """The submission's code raised; carries the exception's type name and message."""
+
+    def __init__(self, type_name: str, message: str) -> None:
+        super().__init__(f"{type_name}: {message}" if message else type_name)
+        self.type_name = type_name
+        self.message = message
+
+
+class LoadError(Exception):
+    """The submission could not be loaded (syntax error, import error, top-level raise)."""
+
+
+class LimitExceeded(Exception):
+    """A limit stopped the submission; `verdict` is "timeout", "memory_limit" or "error"."""
+
+    def __init__(self, verdict: str, message: str) -> None:
+        super().__init__(message)
+        self.verdict = verdict
+        self.message = message
+
+
+class Session(Protocol):
+    def has(self, name: str) -> bool:
+        """True when the submission's module defines `name` at top level."""
+
+    def call(self, target: str | Handle, *args: Any, keep: bool = False, **kwargs: Any) -> Any:
+        """Call a top-level function or class by name, or a Handle (or a Handle's attribute).
+
+        The result comes back decoded as data; with keep=True, or when it is not
+        plain data, it stays on the other side and a Handle comes back instead.
+        Raises SubmissionError when the submission's code raises.
+        """
+
+    def new_dict(self, initial: dict[str, Any] | None = None) -> Handle:
+        """Create a dict in the submission's process (for example an empty cache)."""
+
+    def get(self, handle: Handle) -> Any:
+        """Decode the current value of a handle (a dict of tensors, a kept tensor, ...)."""
+
+    def setitem(self, handle: Handle, key: str | int, value: Any) -> None:
+        """handle[key] = value on the other side (used to corrupt a cache on purpose)."""
+
+    def output(self) -> str:
+        """A capped excerpt of what the submission printed so far."""
+
+    def close(self) -> None:
+        """End the submission's process and everything it started."""
