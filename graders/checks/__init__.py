@@ -1,0 +1,34 @@
+"""One module per challenge: its battery of tests, probes and known-mistake variants.
+
+Each module defines:
+    SLUG: str          the challenge slug (shared/CONTRACT.md)
+    ENTRY_POINT: str   the top-level name the submission must define
+    def run(session: Session) -> CheckReport
+
+`run` drives the submission only through the Session (graders/sandbox/session.py),
+makes fresh random inputs itself and compares against graders/reference with its
+own torch; nothing the submission returns is trusted beyond being data.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from graders.checks.report import CheckReport
+
+CHALLENGE_MODULES = {
+    "fix-causal-attention": "graders.checks.fix_causal_attention",
+    "decode-step": "graders.checks.decode_step",
+    "gqa-attention": "graders.checks.gqa_attention",
+    "kv-cache-buffer": "graders.checks.kv_cache_buffer",
+    "kv-cache-bytes": "graders.checks.kv_cache_bytes",
+    "numpy-cached-generation": "graders.checks.numpy_cached_generation",
+}
+
+__all__ = ["CHALLENGE_MODULES", "CheckReport", "load_check"]
+
+
+def load_check(slug: str) -> ModuleType:
+    """The check module of a challenge; KeyError for an unknown slug."""
+    return importlib.import_module(CHALLENGE_MODULES[slug])
