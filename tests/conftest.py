@@ -14,3 +14,63 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 import torch  # noqa: E402
 
 torch.set_num_threads(1)
+
+from collections.abc import Iterator  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+from fastapi.testclient import TestClient  # noqa: E402
+from sqlalchemy import text  # noqa: E402
+from sqlmodel import SQLModel  # noqa: E402
+
+from app.config import ROOT, Settings  # noqa: E402
+from app.db import make_engine, migrate  # noqa: E402
+
+# PostgreSQL runs on every dev machine and in CI (127.0.0.1:5432, trust auth, database `test`).
+POSTGRES_URL = os.environ.get("KVPREP_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+BACKENDS = ["sqlite", "postgresql"]
+
+
+@pytest.fixture(scope="session")
+def _migrated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Each backend migrated once per run, from an empty schema, through Alembic."""
+    urls = {"sqlite": f"sqlite:///{tmp_path_factory.mktemp('db') / 'test.sqlite3'}"}
+    engine = make_engine(POSTGRES_URL)
+    with engine.begin() as conn:
+        conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
+        conn.execute(text("CREATE SCHEMA public"))
+    engine.dispose()
+    urls["postgresql"] = POSTGRES_URL
+    for url in urls.values():
+        migrate(url)
+    return urls
+
+
+@pytest.fixture(params=BACKENDS)
+def db_url(request: pytest.FixtureRequest, _migrated: dict[str, str]) -> Iterator[str]:
+    """A migrated, empty database of each backend; every table is emptied after the test."""
+    url = _migrated[request.param]
+    yield url
+    engine = make_engine(url)
+    with engine.begin() as conn:
+        for table in reversed(SQLModel.metadata.sorted_tables):
+            conn.execute(table.delete())
+    engine.dispose()
+
+
+@pytest.fixture
+def settings(db_url: str) -> Settings:
+    return Settings(database_url=db_url, content_root=ROOT / "questions", grading_workers=0)
+
+
+@pytest.fixture
+def client(settings: Settings) -> Iterator[TestClient]:
+    from app.main import create_app
+
+    with TestClient(create_app(settings)) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def bank_root() -> Path:
+    return ROOT / "questions"

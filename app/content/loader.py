@@ -157,10 +157,7 @@ def parse_card(text: str, rel_path: str) -> tuple[Card | None, list[Problem]]:
         return problem("## Key points", str(exc))
     try:
         follow_ups = [FollowUp(question=q, answer=a) for q, a in _subsections(sections["Follow-ups"])]
-        wrongs = [
-            WrongAnswer(answer=w, why=why)
-            for w, why in _subsections(sections["Common wrong answers"])
-        ]
+        wrongs = [WrongAnswer(answer=w, why=why) for w, why in _subsections(sections["Common wrong answers"])]
     except (ValueError, ValidationError) as exc:
         return problem("body", f"a follow-up or wrong answer is incomplete: {exc}".splitlines()[0])
     try:

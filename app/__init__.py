@@ -1,0 +1,1 @@
+"""kvprep: an interview trainer for LLM inference."""

@@ -1,0 +1,112 @@
+"""The `kvprep` command: serve, migrate, sync-content, check-content, figures, grade."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from app.config import get_settings
+
+
+def _check_content(args: argparse.Namespace) -> int:
+    from app.content.loader import ContentError, load_bank
+
+    root = Path(args.root) if args.root else get_settings().content_root
+    try:
+        bank = load_bank(root)
+    except ContentError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(f"ok: {len(bank.cards)} cards in {len(bank.topics)} topics ({root})")
+    return 0
+
+
+def _migrate(_: argparse.Namespace) -> int:
+    from app.db import migrate
+
+    migrate()
+    print("database schema is up to date")
+    return 0
+
+
+def _sync_content(_: argparse.Namespace) -> int:
+    from sqlmodel import Session
+
+    from app.content.loader import ContentError
+    from app.db import get_engine, migrate
+    from app.services.content_sync import sync_from_disk
+
+    migrate()
+    try:
+        with Session(get_engine()) as session:
+            report = sync_from_disk(session=session, root=get_settings().content_root)
+    except ContentError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(f"question bank synced: {report}")
+    return 0
+
+
+def _figures(_: argparse.Namespace) -> int:
+    from app.content.figures import compute_figures
+
+    for name, value in compute_figures().items():
+        print(f"{name:36s} {value}")
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from app.content.loader import ContentError, load_bank
+    from app.db import migrate
+
+    try:
+        load_bank(get_settings().content_root)
+    except ContentError as exc:
+        print(f"refusing to start: {exc}", file=sys.stderr)
+        return 1
+    migrate()
+    uvicorn.run(
+        "app.main:create_app",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        loop="uvloop",
+        http="httptools",
+        log_level="info",
+    )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    # Torch runs single-threaded in every kvprep process: grading shares 2 cores with the server.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if argv[:1] == ["grade"]:
+        from graders.cli import main as grade_main
+
+        return grade_main(argv)
+    parser = argparse.ArgumentParser(prog="kvprep", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("serve", help="migrate, sync the bank and serve the app")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--workers", type=int, default=1)
+    p.set_defaults(func=_serve)
+    sub.add_parser("migrate", help="bring the database schema up to date").set_defaults(func=_migrate)
+    sub.add_parser("sync-content", help="load questions/ into the database").set_defaults(func=_sync_content)
+    p = sub.add_parser("check-content", help="validate the question bank; non-zero on any problem")
+    p.add_argument("--root", help="bank folder (default: questions/)")
+    p.set_defaults(func=_check_content)
+    sub.add_parser("figures", help="print every computed figure cards may quote").set_defaults(func=_figures)
+    sub.add_parser("grade", help="grade a file: kvprep grade SLUG FILE [--json]")
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

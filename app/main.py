@@ -1,0 +1,82 @@
+"""create_app(): routers, middleware, static files and the start-up checks."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from sqlmodel import Session
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.sessions import SessionMiddleware
+
+from app.config import ROOT, Settings, get_settings
+from app.content.loader import load_bank
+from app.db import get_engine, make_engine
+from app.routes import cards, home, topics
+from app.services.content_sync import sync_bank
+from app.sessions import GuestSessionMiddleware
+from app.web import templates
+
+log = logging.getLogger("kvprep")
+
+
+def _wants_html(request: Request) -> bool:
+    return not request.url.path.startswith("/api") and "text/html" in request.headers.get("accept", "")
+
+
+def _error_page(request: Request, status: int, detail: str) -> Response:
+    return templates.TemplateResponse(
+        request, "errors/error.html", {"status": status, "detail": detail}, status_code=status
+    )
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Refuse to start on a broken bank: load_bank raises ContentError naming file and field.
+        bank = load_bank(settings.content_root)
+        if settings.sync_content_on_start:
+            with Session(app.state.engine) as session:
+                log.info("question bank synced: %s", sync_bank(session=session, bank=bank))
+        yield
+
+    app = FastAPI(title="kvprep", summary="Interview trainer for LLM inference", lifespan=lifespan)
+    app.state.settings = settings
+    app.state.engine = get_engine() if settings is get_settings() else make_engine(settings.database_url)
+    app.add_middleware(GuestSessionMiddleware)
+    app.add_middleware(
+        SessionMiddleware,
+        secret_key=settings.secret_key,
+        session_cookie="kvprep_session",
+        max_age=settings.session_max_age_s,
+        same_site="lax",
+        https_only=settings.secure_cookies,
+    )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if _wants_html(request):
+            return _error_page(request, exc.status_code, str(exc.detail))
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> Response:
+        if _wants_html(request):
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'][1:]))}: {e['msg']}" for e in exc.errors())
+            return _error_page(request, 422, problems)
+        errors = [{k: e[k] for k in ("loc", "msg", "type") if k in e} for e in exc.errors()]
+        return JSONResponse({"detail": errors}, status_code=422)
+
+    app.mount("/static", StaticFiles(directory=ROOT / "static"), name="static")
+    app.include_router(home.pages)
+    app.include_router(topics.pages)
+    app.include_router(cards.pages)
+    app.include_router(cards.router)
+    return app

@@ -1,0 +1,1 @@
+"""One module per resource; each exposes `router` (and `pages` for HTML where it has pages)."""

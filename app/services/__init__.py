@@ -1,0 +1,1 @@
+"""The logic routes call: content sync, the grading queue, ..."""

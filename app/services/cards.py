@@ -1,0 +1,91 @@
+"""Queries over cards: filters, full-text search and paging, shared by pages and the API."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sqlalchemy import case, func
+from sqlmodel import Session, col, select
+
+from app.models import Card, CardPublic, CardSummary, Topic
+
+MAX_QUERY_TERMS = 8
+
+
+@dataclass(frozen=True)
+class CardFilter:
+    topic: str | None = None
+    difficulty: str | None = None
+    q: str | None = None
+
+
+def search_terms(q: str | None) -> list[str]:
+    """Lower-case words of a search query; every word must appear in the card (AND)."""
+    if not q:
+        return []
+    return re.findall(r"[\w.+-]+", q.lower())[:MAX_QUERY_TERMS]
+
+
+def _escape_like(term: str) -> str:
+    return term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def list_cards(
+    *, session: Session, filters: CardFilter, page: int = 1, page_size: int = 20
+) -> tuple[list[Card], int]:
+    query = select(Card).where(col(Card.retired).is_(False))
+    if filters.topic:
+        query = query.where(Card.topic == filters.topic)
+    if filters.difficulty:
+        query = query.where(Card.difficulty == filters.difficulty)
+    for term in search_terms(filters.q):
+        query = query.where(col(Card.search_text).like(f"%{_escape_like(term)}%", escape="\\"))
+    total = session.exec(select(func.count()).select_from(query.subquery())).one()
+    # Cards in study order: the topic's position, then easy before hard, then title.
+    difficulty_rank = case({"easy": 0, "medium": 1, "hard": 2}, value=Card.difficulty, else_=3)
+    rows = session.exec(
+        query.join(Topic, Topic.slug == Card.topic)
+        .order_by(Topic.position, difficulty_rank, Card.title)
+        .offset((page - 1) * page_size)
+        .limit(page_size)
+    ).all()
+    return list(rows), int(total)
+
+
+def get_card(*, session: Session, card_id: str) -> Card | None:
+    return session.get(Card, card_id)
+
+
+def to_summary(card: Card) -> CardSummary:
+    return CardSummary(
+        id=card.id, title=card.title, topic=card.topic, difficulty=card.difficulty, tags=card.tags
+    )
+
+
+def to_public(card: Card) -> CardPublic:
+    data = card.data
+    return CardPublic(
+        id=card.id,
+        title=card.title,
+        topic=card.topic,
+        difficulty=card.difficulty,
+        tags=card.tags,
+        question=data["question"],
+        key_points=data["key_points"],
+        follow_ups=data["follow_ups"],
+        wrong_answers=data["wrong_answers"],
+        sources=data["sources"],
+        notes=data.get("notes", ""),
+        retired=card.retired,
+    )
+
+
+def topic_counts(*, session: Session) -> list[tuple[Topic, int]]:
+    counts = dict(
+        session.exec(
+            select(Card.topic, func.count()).where(col(Card.retired).is_(False)).group_by(Card.topic)
+        ).all()
+    )
+    topics = session.exec(select(Topic).order_by(Topic.position)).all()
+    return [(t, int(counts.get(t.slug, 0))) for t in topics]

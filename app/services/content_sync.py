@@ -1,0 +1,89 @@
+"""Sync the question bank (files) into the database, idempotently.
+
+An edited file updates its card; a new file adds one; a removed file *retires* its
+card (hidden from lists, kept so nobody's history points at nothing). Loading is
+all or nothing: a broken bank raises ContentError before anything is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlmodel import Session, select
+
+from app.content.loader import Bank, load_bank
+from app.content.schema import Card as CardFile
+from app.models import Card, Topic, utcnow
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    added: int
+    updated: int
+    retired: int
+    unchanged: int
+
+    def __str__(self) -> str:
+        return (
+            f"{self.added} added, {self.updated} updated, {self.retired} retired, {self.unchanged} unchanged"
+        )
+
+
+def _card_data(card: CardFile) -> dict:
+    return card.model_dump(mode="json", exclude={"path"})
+
+
+def _hash(data: dict, path: str) -> str:
+    return hashlib.sha256(json.dumps([data, path], sort_keys=True).encode()).hexdigest()
+
+
+def sync_bank(*, session: Session, bank: Bank) -> SyncReport:
+    for position, topic in enumerate(bank.topics):
+        row = session.get(Topic, topic.slug)
+        if row is None:
+            session.add(Topic(slug=topic.slug, title=topic.title, summary=topic.summary, position=position))
+        else:
+            row.title, row.summary, row.position = topic.title, topic.summary, position
+    session.flush()
+
+    existing = {c.id: c for c in session.exec(select(Card)).all()}
+    added = updated = unchanged = retired = 0
+    for card in bank.cards:
+        data = _card_data(card)
+        digest = _hash(data, card.path)
+        fields = dict(
+            title=card.title,
+            topic=card.topic,
+            difficulty=card.difficulty.value,
+            tags=list(card.tags),
+            data=data,
+            search_text=card.search_text().lower(),
+            content_hash=digest,
+            path=card.path,
+            retired=False,
+        )
+        row = existing.pop(card.id, None)
+        if row is None:
+            session.add(Card(id=card.id, **fields))
+            added += 1
+        elif row.content_hash != digest or row.retired:
+            for key, value in fields.items():
+                setattr(row, key, value)
+            row.updated_at = utcnow()
+            updated += 1
+        else:
+            unchanged += 1
+    for row in existing.values():
+        if not row.retired:
+            row.retired = True
+            row.updated_at = utcnow()
+            retired += 1
+    session.commit()
+    return SyncReport(added, updated, retired, unchanged)
+
+
+def sync_from_disk(*, session: Session, root: Path) -> SyncReport:
+    return sync_bank(session=session, bank=load_bank(root))
