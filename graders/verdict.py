@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-class Verdict(str, enum.Enum):
+class Verdict(enum.StrEnum):
     PASSED = "passed"
     FAILED = "failed"  # the code ran and at least one test failed
     ERROR = "error"  # could not load, missing entry point, or a blocked operation

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 SLUG = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 
 
-class Difficulty(str, enum.Enum):
+class Difficulty(enum.StrEnum):
     EASY = "easy"
     MEDIUM = "medium"
     HARD = "hard"
