@@ -40,12 +40,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        # Refuse to start on a broken bank: load_bank raises ContentError naming file and field.
-        bank = load_bank(settings.content_root)
-        if settings.sync_content_on_start:
-            with Session(app.state.engine) as session:
-                log.info("question bank synced: %s", sync_bank(session=session, bank=bank))
-        yield
+        try:
+            # Refuse to start on a broken bank: load_bank raises ContentError naming file and field.
+            bank = load_bank(settings.content_root)
+            if settings.sync_content_on_start:
+                with Session(app.state.engine) as session:
+                    log.info("question bank synced: %s", sync_bank(session=session, bank=bank))
+            yield
+        finally:
+            app.state.engine.dispose()
 
     app = FastAPI(title="kvprep", summary="Interview trainer for LLM inference", lifespan=lifespan)
     app.state.settings = settings
