@@ -11,15 +11,20 @@ from app.config import get_settings
 
 
 def _check_content(args: argparse.Namespace) -> int:
-    from app.content.loader import ContentError, load_bank
+    from app.content.catalog import load_catalog
+    from app.content.loader import ContentError
 
     root = Path(args.root) if args.root else get_settings().content_root
     try:
-        bank = load_bank(root)
+        catalog = load_catalog(root)
     except ContentError as exc:
         print(exc, file=sys.stderr)
         return 1
-    print(f"ok: {len(bank.cards)} cards in {len(bank.topics)} topics ({root})")
+    bank = catalog.bank
+    print(
+        f"ok: {len(bank.cards)} cards in {len(bank.topics)} topics, "
+        f"{len(catalog.challenges)} challenges ({root})"
+    )
     return 0
 
 
@@ -60,11 +65,12 @@ def _figures(_: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from app.content.loader import ContentError, load_bank
+    from app.content.catalog import load_catalog
+    from app.content.loader import ContentError
     from app.db import migrate
 
     try:
-        load_bank(get_settings().content_root)
+        load_catalog(get_settings().content_root)
     except ContentError as exc:
         print(f"refusing to start: {exc}", file=sys.stderr)
         return 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -43,8 +44,16 @@ class Settings(BaseSettings):
     # Grading queue: empty means the embedded queue (SQLite file, worker threads in the app);
     # a redis:// URL lets separate `kvprep worker` machines share the work.
     redis_url: str = Field(default="", validation_alias=AliasChoices("REDIS_URL", "KVPREP_REDIS_URL"))
-    # Grading threads in the app process when the queue is embedded (0 = run workers elsewhere).
+    # The embedded queue's store when REDIS_URL is empty: a SQLite file, or "memory" (tests).
+    embedded_queue: Literal["sqlite", "memory"] = "sqlite"
+    queue_file: Path = ROOT / "var" / "grading-queue.sqlite3"
+    # Grading threads in the app process (0 = none: `kvprep worker` processes do the grading).
+    # Two match the 2 cores; the sandbox's children each run single-threaded torch.
     grading_workers: int = 2
+    # How often an idle worker polls the embedded SQLite queue (seconds): a verdict's floor latency.
+    queue_poll_s: float = 0.005
+    # Largest request body of any kind; bigger ones get 413 before they are read whole.
+    max_body_bytes: int = 1024 * 1024
     # Largest submission accepted, in bytes (CONTRACT.md: 413 above 64 KiB).
     max_code_bytes: int = 64 * 1024
     # Submissions per user per minute before 429 with Retry-After.

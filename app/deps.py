@@ -8,6 +8,7 @@ from fastapi import Depends, Request
 from sqlmodel import Session, select
 
 from app.config import Settings
+from app.content.catalog import Catalog
 from app.db import get_session
 from app.models import User
 from app.sessions import guest_token
@@ -17,8 +18,13 @@ def app_settings(request: Request) -> Settings:
     return request.app.state.settings  # type: ignore[no-any-return]
 
 
+def app_catalog(request: Request) -> Catalog:
+    return request.app.state.catalog  # type: ignore[no-any-return]
+
+
 SessionDep = Annotated[Session, Depends(get_session)]
 SettingsDep = Annotated[Settings, Depends(app_settings)]
+CatalogDep = Annotated[Catalog, Depends(app_catalog)]
 
 
 def current_user(request: Request, session: SessionDep) -> User:

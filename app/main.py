@@ -15,10 +15,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 
 from app.config import ROOT, Settings, get_settings
-from app.content.loader import load_bank
+from app.content.catalog import load_catalog
 from app.db import get_engine, make_engine
-from app.routes import cards, home, topics
+from app.middleware import BodySizeLimit
+from app.routes import cards, challenges, home, submissions, topics
 from app.services.content_sync import sync_bank
+from app.services.grading import build_queue
+from app.services.ratelimit import RateLimiter
 from app.sessions import GuestSessionMiddleware
 from app.web import templates
 
@@ -41,19 +44,29 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
-            # Refuse to start on a broken bank: load_bank raises ContentError naming file and field.
-            bank = load_bank(settings.content_root)
+            # Refuse to start on a broken bank: load_catalog raises ContentError naming file and field.
+            app.state.catalog = load_catalog(settings.content_root)
             if settings.sync_content_on_start:
                 with Session(app.state.engine) as session:
-                    log.info("question bank synced: %s", sync_bank(session=session, bank=bank))
+                    report = sync_bank(session=session, bank=app.state.catalog.bank)
+                    log.info("question bank synced: %s", report)
+            app.state.grading = build_queue(settings, app.state.engine)
+            if settings.grading_workers > 0:
+                app.state.grading.start_workers(settings.grading_workers)
             yield
         finally:
+            if getattr(app.state, "grading", None) is not None:
+                app.state.grading.stop()
             app.state.engine.dispose()
 
     app = FastAPI(title="kvprep", summary="Interview trainer for LLM inference", lifespan=lifespan)
     app.state.settings = settings
+    app.state.submit_limiter = RateLimiter(
+        f"{settings.submissions_per_minute}/minute", settings.redis_url or "memory://"
+    )
     app.state.engine = get_engine() if settings is get_settings() else make_engine(settings.database_url)
     app.add_middleware(GuestSessionMiddleware)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(
         SessionMiddleware,
         secret_key=settings.secret_key,
@@ -82,4 +95,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(topics.pages)
     app.include_router(cards.pages)
     app.include_router(cards.router)
+    app.include_router(challenges.pages)
+    app.include_router(challenges.router)
+    app.include_router(submissions.router)
     return app

@@ -1,0 +1,135 @@
+"""The grading queue: submissions are stored, queued with huey, and graded by worker threads.
+
+Embedded default: huey's SQLite store and worker threads inside the app process, no
+server to run. With REDIS_URL set, the same task goes through Redis and any number
+of `kvprep worker` machines share the work. The web request never waits for a verdict.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from dataclasses import dataclass
+
+from huey import MemoryHuey, RedisHuey, SqliteHuey
+from huey.api import Huey
+from huey.consumer import Consumer
+from sqlalchemy import Engine
+from sqlmodel import Session, col, select
+
+from app.config import Settings
+from app.models import Submission, utcnow
+
+log = logging.getLogger("kvprep.grading")
+TASK_NAME = "kvprep.grade_submission"
+
+
+def make_huey(settings: Settings) -> Huey:
+    if settings.redis_url:
+        return RedisHuey("kvprep", url=settings.redis_url, blocking=True, read_timeout=1)
+    if settings.embedded_queue == "memory":
+        return MemoryHuey("kvprep")
+    settings.queue_file.parent.mkdir(parents=True, exist_ok=True)
+    return SqliteHuey("kvprep", filename=str(settings.queue_file))
+
+
+def grade_submission(engine: Engine, submission_id: str) -> None:
+    """Grade one stored submission and store its verdict. Never raises for a bad submission."""
+    from graders.runner import grade
+
+    with Session(engine) as session:
+        submission = session.get(Submission, submission_id)
+        if submission is None or submission.status == "done":
+            return
+        submission.status = "running"
+        session.commit()
+        slug, code = submission.challenge, submission.code
+    try:
+        result = grade(slug, code).to_json()
+    except Exception:  # the grader's own failure must not leave the submission running forever
+        log.exception("grader failed on submission %s", submission_id)
+        result = {
+            "challenge": slug,
+            "verdict": "error",
+            "tests": [],
+            "diagnosis": ["The grader itself failed on this submission; it has been logged."],
+            "duration_ms": 0,
+        }
+    with Session(engine) as session:
+        submission = session.get(Submission, submission_id)
+        if submission is None:
+            return
+        submission.status = "done"
+        submission.verdict = result["verdict"]
+        submission.result = result
+        submission.finished_at = utcnow()
+        session.commit()
+
+
+class _EmbeddedConsumer(Consumer):  # type: ignore[misc]
+    """A huey consumer living inside the web process: the server owns the signals, not huey."""
+
+    def _set_signal_handlers(self) -> None:
+        pass
+
+
+@dataclass
+class GradingQueue:
+    huey: Huey
+    engine: Engine
+    settings: Settings
+    consumer: Consumer | None = None
+
+    def __post_init__(self) -> None:
+        engine = self.engine
+
+        @self.huey.task(name=TASK_NAME)
+        def _grade(submission_id: str) -> None:
+            grade_submission(engine, submission_id)
+
+        self._task = _grade
+
+    def submit(self, *, session: Session, user_id: int, challenge: str, code: str) -> Submission:
+        submission = Submission(
+            id=secrets.token_hex(12), user_id=user_id, challenge=challenge, code=code, status="queued"
+        )
+        session.add(submission)
+        session.commit()
+        session.refresh(submission)
+        self._task(submission.id)
+        return submission
+
+    def start_workers(self, workers: int) -> None:
+        """Worker threads in this process; unfinished submissions from a previous run are queued again."""
+        from graders.runner import warm_up
+
+        warm_up()
+        if not self.settings.redis_url:
+            self.huey.flush()
+            with Session(self.engine) as session:
+                pending = session.exec(
+                    select(Submission.id).where(col(Submission.status).in_(["queued", "running"]))
+                ).all()
+            for submission_id in pending:
+                self._task(submission_id)
+        poll = self.settings.queue_poll_s
+        self.consumer = _EmbeddedConsumer(
+            self.huey,
+            workers=workers,
+            periodic=False,
+            initial_delay=poll,
+            backoff=1.0,
+            max_delay=poll,
+            check_worker_health=False,
+        )
+        self.consumer.start()
+        log.info("grading: %d worker thread(s) on the %s queue", workers, type(self.huey).__name__)
+
+    def stop(self) -> None:
+        if self.consumer is not None:
+            self.consumer.stop(graceful=True)
+            self.consumer = None
+
+
+def build_queue(settings: Settings, engine: Engine) -> GradingQueue:
+    return GradingQueue(make_huey(settings), engine, settings)
