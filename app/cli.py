@@ -88,10 +88,28 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _worker(args: argparse.Namespace) -> int:
+    from app.db import get_engine
+    from app.services.grading import build_queue
+
+    settings = get_settings()
+    if not settings.redis_url:
+        print(
+            "kvprep worker needs REDIS_URL: the embedded queue is served by the app itself", file=sys.stderr
+        )
+        return 2
+    build_queue(settings, get_engine()).run_worker(args.threads)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     # Torch runs single-threaded in every kvprep process: grading shares 2 cores with the server.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if argv[:2] == ["bench", "grader"]:
+        from app.bench import main as bench_main
+
+        return bench_main(argv[2:])
     if argv[:1] == ["grade"]:
         from graders.cli import main as grade_main
 
@@ -110,6 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=_check_content)
     sub.add_parser("figures", help="print every computed figure cards may quote").set_defaults(func=_figures)
     sub.add_parser("grade", help="grade a file: kvprep grade SLUG FILE [--json]")
+    sub.add_parser("bench", help="kvprep bench grader: submit-to-verdict latency of a server")
+    p = sub.add_parser("worker", help="grade queued submissions (REDIS_URL: share the queue)")
+    p.add_argument("--threads", type=int, default=2)
+    p.set_defaults(func=_worker)
     args = parser.parse_args(argv)
     return int(args.func(args))
 

@@ -45,8 +45,8 @@ def list_cards(
     # Cards in study order: the topic's position, then easy before hard, then title.
     difficulty_rank = case({"easy": 0, "medium": 1, "hard": 2}, value=Card.difficulty, else_=3)
     rows = session.exec(
-        query.join(Topic, Topic.slug == Card.topic)
-        .order_by(Topic.position, difficulty_rank, Card.title)
+        query.join(Topic, col(Topic.slug) == col(Card.topic))
+        .order_by(col(Topic.position), difficulty_rank, col(Card.title))
         .offset((page - 1) * page_size)
         .limit(page_size)
     ).all()
@@ -87,5 +87,5 @@ def topic_counts(*, session: Session) -> list[tuple[Topic, int]]:
             select(Card.topic, func.count()).where(col(Card.retired).is_(False)).group_by(Card.topic)
         ).all()
     )
-    topics = session.exec(select(Topic).order_by(Topic.position)).all()
+    topics = session.exec(select(Topic).order_by(col(Topic.position))).all()
     return [(t, int(counts.get(t.slug, 0))) for t in topics]

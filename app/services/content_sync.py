@@ -11,6 +11,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sqlmodel import Session, select
 
@@ -32,21 +33,21 @@ class SyncReport:
         )
 
 
-def _card_data(card: CardFile) -> dict:
+def _card_data(card: CardFile) -> dict[str, Any]:
     return card.model_dump(mode="json", exclude={"path"})
 
 
-def _hash(data: dict, path: str) -> str:
+def _hash(data: dict[str, Any], path: str) -> str:
     return hashlib.sha256(json.dumps([data, path], sort_keys=True).encode()).hexdigest()
 
 
 def sync_bank(*, session: Session, bank: Bank) -> SyncReport:
     for position, topic in enumerate(bank.topics):
-        row = session.get(Topic, topic.slug)
-        if row is None:
+        topic_row = session.get(Topic, topic.slug)
+        if topic_row is None:
             session.add(Topic(slug=topic.slug, title=topic.title, summary=topic.summary, position=position))
         else:
-            row.title, row.summary, row.position = topic.title, topic.summary, position
+            topic_row.title, topic_row.summary, topic_row.position = topic.title, topic.summary, position
     session.flush()
 
     existing = {c.id: c for c in session.exec(select(Card)).all()}
@@ -54,7 +55,7 @@ def sync_bank(*, session: Session, bank: Bank) -> SyncReport:
     for card in bank.cards:
         data = _card_data(card)
         digest = _hash(data, card.path)
-        fields = dict(
+        fields: dict[str, Any] = dict(
             title=card.title,
             topic=card.topic,
             difficulty=card.difficulty.value,

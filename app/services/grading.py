@@ -125,6 +125,13 @@ class GradingQueue:
         self.consumer.start()
         log.info("grading: %d worker thread(s) on the %s queue", workers, type(self.huey).__name__)
 
+    def run_worker(self, workers: int) -> None:
+        """A standalone worker process (`kvprep worker`): huey's consumer with its signal handling."""
+        from graders.runner import warm_up
+
+        warm_up()
+        Consumer(self.huey, workers=workers, periodic=False, check_worker_health=True).run()
+
     def stop(self) -> None:
         if self.consumer is not None:
             self.consumer.stop(graceful=True)

@@ -1,0 +1,179 @@
+"""`kvprep bench grader`: submit-to-verdict latency through the HTTP API of a running server.
+
+One run measures, on this machine:
+- the baseline: median wall time of a cold `python -c "import torch"` (what a fresh process
+  per verdict would cost before running a single line of the submission);
+- p50 and p95 submit-to-verdict latency of sequential `decode-step` submissions;
+- a burst of concurrent submissions, every one of which must get a verdict.
+It starts its own server (`kvprep serve` on a temporary SQLite file) unless --url is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from app.config import ROOT
+
+SOLUTION = ROOT / "questions" / "challenges" / "decode-step" / "solution.py"
+
+
+class Client:
+    """One keep-alive HTTP connection with its own guest-session cookie."""
+
+    def __init__(self, base: str) -> None:
+        parts = urlsplit(base)
+        self.conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=120)
+        self.cookie = ""
+
+    def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+        headers = {"Accept": "application/json"}
+        if self.cookie:
+            headers["Cookie"] = self.cookie
+        payload = None
+        if body is not None:
+            payload = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        self.conn.request(method, path, body=payload, headers=headers)
+        response = self.conn.getresponse()
+        data = response.read()
+        cookie = response.getheader("set-cookie")
+        if cookie:
+            self.cookie = cookie.split(";", 1)[0]
+        return response.status, json.loads(data) if data else {}
+
+    def submit_and_wait(self, slug: str, code: str, poll_s: float = 0.002) -> tuple[float, str]:
+        start = time.perf_counter()
+        status, body = self.request("POST", f"/api/challenges/{slug}/submissions", {"code": code})
+        if status != 202:
+            raise RuntimeError(f"submission refused: {status} {body}")
+        while body.get("status") != "done":
+            time.sleep(poll_s)
+            _, body = self.request("GET", f"/api/submissions/{body['id']}")
+        return time.perf_counter() - start, str(body["verdict"])
+
+
+def cold_torch_import_s(runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import torch"], check=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def start_server(tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {
+        **os.environ,
+        "KVPREP_DATABASE_URL": f"sqlite:///{tmp / 'bench.sqlite3'}",
+        "KVPREP_QUEUE_FILE": str(tmp / "queue.sqlite3"),
+        "KVPREP_SUBMISSIONS_PER_MINUTE": "100000",
+        "OMP_NUM_THREADS": "1",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            Client(base).request("GET", "/api/challenges")
+            return proc, base
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("the server did not start")
+
+
+def run(base: str, n_sequential: int, n_burst: int, baseline_runs: int) -> dict[str, float | int]:
+    code = SOLUTION.read_text()
+    baseline = cold_torch_import_s(baseline_runs)
+    client = Client(base)
+    client.submit_and_wait("decode-step", code)  # warm-up: first fork, first imports
+    latencies = []
+    for _ in range(n_sequential):
+        elapsed, verdict = client.submit_and_wait("decode-step", code)
+        if verdict != "passed":
+            raise RuntimeError(f"the reference solution got {verdict}")
+        latencies.append(elapsed)
+
+    verdicts: list[str] = []
+    lock = threading.Lock()
+
+    def one() -> None:
+        _, verdict = Client(base).submit_and_wait("decode-step", code, poll_s=0.05)
+        with lock:
+            verdicts.append(verdict)
+
+    burst_start = time.perf_counter()
+    threads = [threading.Thread(target=one) for _ in range(n_burst)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    burst_s = time.perf_counter() - burst_start
+    p50, p95 = statistics.median(latencies), percentile(latencies, 0.95)
+    return {
+        "baseline_cold_import_torch_ms": round(baseline * 1000, 1),
+        "p50_ms": round(p50 * 1000, 1),
+        "p95_ms": round(p95 * 1000, 1),
+        "p50_over_baseline": round(p50 / baseline, 4),
+        "burst_submissions": n_burst,
+        "burst_verdicts": len(verdicts),
+        "burst_passed": verdicts.count("passed"),
+        "burst_wall_s": round(burst_s, 2),
+    }
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="kvprep bench grader", description=__doc__)
+    parser.add_argument("--url", help="a running server (default: start one)")
+    parser.add_argument("--n", type=int, default=50, help="sequential submissions")
+    parser.add_argument("--burst", type=int, default=100, help="concurrent submissions")
+    parser.add_argument("--baseline-runs", type=int, default=5)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = None
+        base = args.url
+        if base is None:
+            proc, base = start_server(Path(tmp))
+        try:
+            figures = run(base, args.n, args.burst, args.baseline_runs)
+        finally:
+            if proc is not None:
+                proc.terminate()
+                proc.wait(timeout=30)
+    print(json.dumps(figures, indent=2))
+    ok = (
+        figures["p50_ms"] <= 100
+        and figures["p95_ms"] <= 250
+        and figures["p50_over_baseline"] <= 0.05
+        and figures["burst_verdicts"] == args.burst
+    )
+    print(
+        "targets (p50 <= 100 ms, p95 <= 250 ms, p50 <= 0.05x baseline, every burst verdict):",
+        "met" if ok else "NOT met",
+    )
+    return 0 if ok else 1

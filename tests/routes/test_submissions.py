@@ -1,0 +1,117 @@
+"""Challenges and submissions through the HTTP API (CONTRACT.md), with real grading threads."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.config import ROOT, Settings
+from app.main import create_app
+
+CHALLENGES = ROOT / "questions" / "challenges"
+SLUGS = [
+    "fix-causal-attention",
+    "decode-step",
+    "gqa-attention",
+    "kv-cache-buffer",
+    "kv-cache-bytes",
+    "numpy-cached-generation",
+]
+
+
+@pytest.fixture
+def grading_client(db_url: str) -> Iterator[TestClient]:
+    settings = Settings(
+        database_url=db_url, grading_workers=1, embedded_queue="memory", submissions_per_minute=5
+    )
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
+def wait_for_verdict(client: TestClient, submission_id: str, timeout: float = 30) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        data = client.get(f"/api/submissions/{submission_id}").json()
+        if data["status"] == "done":
+            return data
+        time.sleep(0.02)
+    raise AssertionError(f"no verdict for {submission_id} within {timeout} s")
+
+
+def test_challenge_list_and_detail(client: TestClient) -> None:
+    listed = client.get("/api/challenges").json()
+    assert [c["slug"] for c in listed] == SLUGS
+    detail = client.get("/api/challenges/decode-step").json()
+    assert detail["entry_point"] == "step" and detail["prompt"] and detail["starter_code"]
+    assert client.get("/api/challenges/nope").status_code == 404
+    assert client.get("/challenges").status_code == 200
+    assert client.get("/challenges/gqa-attention").status_code == 200
+
+
+@pytest.mark.parametrize("slug", ["fix-causal-attention", "kv-cache-bytes"])
+def test_wrong_then_right_submission(grading_client: TestClient, slug: str) -> None:
+    starter = (CHALLENGES / slug / "starter.py").read_text()
+    solution = (CHALLENGES / slug / "solution.py").read_text()
+
+    assert grading_client.get(f"/api/challenges/{slug}/solution").status_code == 403
+    response = grading_client.post(f"/api/challenges/{slug}/submissions", json={"code": starter})
+    assert response.status_code == 202
+    queued = response.json()
+    assert queued["status"] in {"queued", "running", "done"} and queued["id"]
+    wrong = wait_for_verdict(grading_client, queued["id"])
+    assert wrong["verdict"] == "failed" and wrong["challenge"] == slug
+    assert any(not t["passed"] and t["message"] for t in wrong["tests"])
+
+    right_id = grading_client.post(f"/api/challenges/{slug}/submissions", json={"code": solution}).json()["id"]
+    right = wait_for_verdict(grading_client, right_id)
+    assert right["verdict"] == "passed", right
+    assert all(t["passed"] for t in right["tests"]) and right["duration_ms"] >= 0
+
+    history = grading_client.get(f"/api/challenges/{slug}/submissions").json()
+    assert [h["verdict"] for h in history] == ["passed", "failed"]
+    assert grading_client.get(f"/api/challenges/{slug}/solution").json()["solution"] == solution
+
+
+def test_someone_elses_submission_is_404(grading_client: TestClient) -> None:
+    sid = grading_client.post("/api/challenges/kv-cache-bytes/submissions", json={"code": "x = 1"}).json()["id"]
+    grading_client.cookies.clear()  # a different visitor
+    assert grading_client.get(f"/api/submissions/{sid}").status_code == 404
+    assert grading_client.get("/api/challenges/kv-cache-bytes/submissions").json() == []
+    assert grading_client.get("/api/submissions/not-an-id").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "status"),
+    [
+        ('{"code": 3}', {"content-type": "application/json"}, 422),
+        ("{}", {"content-type": "application/json"}, 422),
+        ('{"code": "x", "extra": 1}', {"content-type": "application/json"}, 422),
+        ("not json", {"content-type": "application/json"}, 422),
+        ('{"code": "x"}', {"content-type": "text/plain"}, 422),
+    ],
+)
+def test_malformed_bodies_are_422(grading_client: TestClient, body: str, headers: dict, status: int) -> None:
+    response = grading_client.post("/api/challenges/decode-step/submissions", content=body, headers=headers)
+    assert response.status_code == status
+
+
+def test_unknown_challenge_is_404_and_big_code_is_413(grading_client: TestClient) -> None:
+    assert grading_client.post("/api/challenges/nope/submissions", json={"code": "x"}).status_code == 404
+    big = "# " + "x" * (64 * 1024)
+    assert grading_client.post("/api/challenges/decode-step/submissions", json={"code": big}).status_code == 413
+    huge = "x" * (2 * 1024 * 1024)
+    response = grading_client.post("/api/challenges/decode-step/submissions", json={"code": huge})
+    assert response.status_code == 413
+
+
+def test_submitting_too_fast_is_429_with_retry_after(grading_client: TestClient) -> None:
+    codes = [
+        grading_client.post("/api/challenges/kv-cache-bytes/submissions", json={"code": "x = 1"}).status_code
+        for _ in range(6)
+    ]
+    assert codes == [202] * 5 + [429]
+    response = grading_client.post("/api/challenges/kv-cache-bytes/submissions", json={"code": "x = 1"})
+    assert response.status_code == 429 and int(response.headers["retry-after"]) >= 1
