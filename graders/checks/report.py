@@ -43,9 +43,7 @@ class Mismatch(Exception):
 
 
 def close(got: torch.Tensor, want: torch.Tensor) -> bool:
-    return got.shape == want.shape and bool(
-        torch.allclose(got.double(), want.double(), rtol=RTOL, atol=ATOL)
-    )
+    return got.shape == want.shape and bool(torch.allclose(got.double(), want.double(), rtol=RTOL, atol=ATOL))
 
 
 def explain_difference(got: torch.Tensor, want: torch.Tensor, what: str) -> str:

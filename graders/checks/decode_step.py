@@ -1,0 +1,333 @@
+"""decode-step: `step(x, w_qkv, w_o, n_heads, cache) -> (B, 1, d)`.
+
+The cache is a dict that lives in the submission's process (a Handle here); after t
+steps cache["k"] and cache["v"] must hold (B, n_heads, t, hd). Every output must equal
+row t-1 of the full causal forward pass. The probes interleave sequences with separate
+caches, hand `step` a cache the grader built, and overwrite a cached row to prove the
+past is read from the cache and nowhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+import torch
+
+from graders.checks.attention_common import (
+    SCALE_MISTAKES,
+    Comparison,
+    Evidence,
+    Variant,
+    attention_variant,
+    compare,
+    decode_tensor,
+    expect_match,
+    fail,
+    make_generator,
+    randn,
+    random_attention_weights,
+    scale_factor,
+    submission_context,
+)
+from graders.checks.report import CheckReport, Mismatch, close, run_test
+from graders.reference.attention import causal_self_attention, merge_heads, project_qkv
+from graders.reference.decode import prefill_cache
+from graders.reference.decode import step as reference_step
+from graders.sandbox.session import Handle, Session, SubmissionError
+
+SLUG = "decode-step"
+ENTRY_POINT = "step"
+
+# (B, steps, d, n_heads); no d == hd**2, where sqrt(d) and hd are the same number
+SEQUENCES = [(2, 6, 32, 4), (3, 5, 48, 3), (2, 4, 96, 8)]
+CACHE_LAYOUT = (2, 3, 32, 4)
+INTERLEAVED = (3, 2, 4, 32, 4)  # sequences, B, steps each, d, n_heads
+GRADER_BUILT = (3, 5, 48, 3)  # B, cached tokens, d, n_heads
+CORRUPTED = (2, 4, 32, 4)  # B, tokens stepped before the corruption, d, n_heads
+CORRUPT_ROW = 1
+
+NOT_APPENDED = (
+    "the new key and value are appended after the scores are taken: append them first, "
+    "so the new token also attends to itself"
+)
+NO_CACHE_READ = "the step attends only to the new token: it must read the past keys and values from the cache"
+MASK_NOT_OFFSET = (
+    "the mask is not offset by the cache length, so the new token sees only token 0: "
+    "a decode step's one query is the newest position and may see every cached key (it needs no mask)"
+)
+HIDES_ALL = (
+    "the mask hides every key: a decode step's one query is the newest position and may see "
+    "every cached key, so it needs no mask"
+)
+CACHE_BTHD = (
+    "the cache is stored as (B, t, n_heads, hd): keep cache['k'] and cache['v'] as (B, n_heads, t, hd), "
+    "concatenated on dim=2"
+)
+CACHE_K_TRANSPOSED = (
+    "cache['k'] is stored transposed, as (B, n_heads, hd, t): store (B, n_heads, t, hd) "
+    "and transpose when taking the scores"
+)
+CACHE_MERGED = "the cache holds (B, t, d) projections: split the heads and store (B, n_heads, t, hd)"
+CACHE_OVERWRITTEN = (
+    "the cache keeps only the newest token: concatenate the new key and value onto it (dim=2) "
+    "instead of replacing it"
+)
+CACHE_SWAPPED = "cache['k'] and cache['v'] are swapped"
+GLOBAL_STATE = (
+    "the step ignored a change to the cached keys and values: read the past only from cache['k'] "
+    "and cache['v'], not from anything kept between calls"
+)
+
+
+def step_variants(
+    x_new: torch.Tensor,
+    past_k: torch.Tensor,
+    past_v: torch.Tensor,
+    w_qkv: torch.Tensor,
+    w_o: torch.Tensor,
+    n_heads: int,
+) -> list[Variant]:
+    """What a step with one classic mistake returns, given the true past (B, n_heads, t-1, hd)."""
+    d = x_new.shape[-1]
+    q, k, v = project_qkv(x_new, w_qkv, n_heads)  # each (B, n_heads, 1, hd)
+    hd = q.shape[-1]
+    k_all, v_all = torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2)  # (B, n_heads, t, hd)
+    right = scale_factor("sqrt_hd", d, hd)
+
+    def out(y: torch.Tensor) -> torch.Tensor:
+        return merge_heads(y) @ w_o  # (B, 1, d)
+
+    variants: list[Variant] = [((NO_CACHE_READ,), out(attention_variant(q, k, v, scale=right)))]
+    if past_k.shape[2] > 0:
+        variants.append(((NOT_APPENDED,), out(attention_variant(q, past_k, past_v, scale=right))))
+        variants.append(
+            ((MASK_NOT_OFFSET,), out(attention_variant(q, k_all, v_all, scale=right, mask="top_left")))
+        )
+        variants.append(((HIDES_ALL,), out(attention_variant(q, k_all, v_all, scale=right, mask="hide_all"))))
+    for kind, sentence in SCALE_MISTAKES.items():
+        wrong = scale_factor(kind, d, hd)
+        variants.append(((sentence,), out(attention_variant(q, k_all, v_all, scale=wrong))))
+    return variants
+
+
+def _cache_tensor(cache: Any, key: str, after: str) -> torch.Tensor:
+    if not isinstance(cache, dict):
+        raise Mismatch(f"{after}, the cache could not be read back as a dict")
+    if key not in cache:
+        raise Mismatch(
+            f"{after}, the cache has no {key!r} entry: store the keys and values in cache['k'], cache['v']"
+        )
+    return decode_tensor(cache[key], f"{after}, cache[{key!r}]")
+
+
+def cache_variants(key: str, want: torch.Tensor, other: torch.Tensor) -> list[Variant]:
+    """Wrong layouts of cache[key], given the right (B, n_heads, t, hd) and the other entry's."""
+    B, H, t, hd = want.shape
+    variants: list[Variant] = [
+        ((CACHE_BTHD,), want.transpose(1, 2)),
+        ((CACHE_MERGED,), want.transpose(1, 2).reshape(B, t, H * hd)),
+        ((CACHE_SWAPPED,), other),
+    ]
+    if key == "k":
+        variants.append(((CACHE_K_TRANSPOSED,), want.transpose(-2, -1)))
+    if t > 1:
+        variants.append(((CACHE_OVERWRITTEN,), want[:, :, -1:]))
+    return variants
+
+
+def expect_cache(report: CheckReport, cache: Any, want: dict[str, torch.Tensor], after: str) -> None:
+    """cache (decoded) must hold want['k'], want['v'] (B, n_heads, t, hd)."""
+    for key, other in (("k", "v"), ("v", "k")):
+        got = _cache_tensor(cache, key, after)
+        variants = partial(cache_variants, key, want[key], want[other])
+        expect_match(report, got, want[key], f"{after}, cache[{key!r}] (B, n_heads, t, hd)", variants)
+
+
+class _Sequence:
+    """One sequence's inputs and its reference: full-forward outputs and per-head k, v."""
+
+    def __init__(
+        self,
+        gen: torch.Generator,
+        B: int,
+        T: int,
+        d: int,
+        h: int,
+        weights: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> None:
+        self.w_qkv, self.w_o = weights if weights is not None else random_attention_weights(gen, d)
+        self.x = randn(gen, B, T, d)
+        self.h = h
+        x64, wq64, wo64 = self.x.double(), self.w_qkv.double(), self.w_o.double()
+        self.y = causal_self_attention(x64, wq64, wo64, h).float()  # (B, T, d)
+        self.kv = prefill_cache(x64, wq64, h)  # k, v (B, h, T, hd), float64
+
+    def token(self, i: int) -> torch.Tensor:
+        return self.x[:, i : i + 1]  # (B, 1, d)
+
+    def cache_after(self, t: int) -> dict[str, torch.Tensor]:
+        return {key: value[:, :, :t].float() for key, value in self.kv.items()}
+
+    def call(self, session: Session, i: int, cache: Handle) -> Any:
+        return session.call(ENTRY_POINT, self.token(i), self.w_qkv, self.w_o, self.h, cache)
+
+    def compare_step(
+        self,
+        got: Any,
+        i: int,
+        past: dict[str, torch.Tensor] | None = None,
+        want: torch.Tensor | None = None,
+        what: str = "",
+    ) -> Comparison:
+        """Step i's output against row i (or `want`, for a changed past (float64) `past`)."""
+        past64 = {key: value[:, :, :i] for key, value in self.kv.items()} if past is None else past
+
+        def variants() -> list[Variant]:
+            return step_variants(
+                self.token(i).double(),
+                past64["k"],
+                past64["v"],
+                self.w_qkv.double(),
+                self.w_o.double(),
+                self.h,
+            )
+
+        target = self.y[:, i : i + 1] if want is None else want
+        return compare(got, target, what or f"output of step {i + 1}", variants)
+
+    def expect_step(self, report: CheckReport, got: Any, i: int, **kwargs: Any) -> None:
+        result = self.compare_step(got, i, **kwargs)
+        if not result.ok:
+            fail(report, result, result.matches[0] if result.matches else ())
+
+
+def _run_steps(report: CheckReport, steps: Sequence[Callable[[], Comparison]], hint: str = "") -> None:
+    """Run every step even after a mismatch, so the mistake named fits all of them."""
+    evidence = Evidence()
+    for run_step in steps:
+        try:
+            evidence.add(run_step())
+        except (Mismatch, SubmissionError):
+            if not evidence.failed:
+                raise
+            break  # report the first mismatch, not a later crash
+    evidence.conclude(report, hint)
+
+
+def _full_forward_test(
+    session: Session, report: CheckReport, gen: torch.Generator, B: int, T: int, d: int, h: int
+) -> Callable[[], None]:
+    seq = _Sequence(gen, B, T, d, h)
+
+    def body() -> None:
+        cache = session.new_dict()
+        _run_steps(report, [partial(_one_step, session, seq, i, cache) for i in range(T)])
+
+    return body
+
+
+def _one_step(session: Session, seq: _Sequence, i: int, cache: Handle, what: str = "") -> Comparison:
+    return seq.compare_step(seq.call(session, i, cache), i, what=what)
+
+
+def _cache_layout_test(session: Session, report: CheckReport, gen: torch.Generator) -> Callable[[], None]:
+    B, T, d, h = CACHE_LAYOUT
+    seq = _Sequence(gen, B, T, d, h)
+
+    def body() -> None:
+        cache = session.new_dict()
+        for i in range(T):
+            seq.call(session, i, cache)
+            expect_cache(report, session.get(cache), seq.cache_after(i + 1), f"after step {i + 1}")
+
+    return body
+
+
+def _interleaved_test(session: Session, report: CheckReport, gen: torch.Generator) -> Callable[[], None]:
+    n_seq, B, T, d, h = INTERLEAVED
+    weights = random_attention_weights(gen, d)
+    seqs = [_Sequence(gen, B, T, d, h, weights) for _ in range(n_seq)]
+
+    def body() -> None:
+        caches = [session.new_dict() for _ in seqs]
+        steps = [
+            partial(_one_step, session, seq, i, cache, f"sequence {n + 1}, output of step {i + 1}")
+            for i in range(T)
+            for n, (seq, cache) in enumerate(zip(seqs, caches, strict=True))
+        ]
+        _run_steps(report, steps, "each sequence has its own cache dict: keep no state between calls")
+
+    return body
+
+
+def _grader_built_test(session: Session, report: CheckReport, gen: torch.Generator) -> Callable[[], None]:
+    B, P, d, h = GRADER_BUILT
+    seq = _Sequence(gen, B, P + 1, d, h)
+
+    def body() -> None:
+        cache = session.new_dict(seq.cache_after(P))
+        with submission_context(
+            f"given a cache the grader built: cache['k'] and cache['v'] of {P} tokens, "
+            f"each (B, n_heads, t, hd) = {tuple(seq.cache_after(P)['k'].shape)}"
+        ):
+            got = seq.call(session, P, cache)
+        seq.expect_step(report, got, P)
+        expect_cache(
+            report, session.get(cache), seq.cache_after(P + 1), f"after continuing a {P}-token cache"
+        )
+
+    return body
+
+
+def _corrupted_cache_test(session: Session, report: CheckReport, gen: torch.Generator) -> Callable[[], None]:
+    B, P, d, h = CORRUPTED
+    seq = _Sequence(gen, B, P + 1, d, h)
+    changed = {key: value[:, :, :P].clone() for key, value in seq.kv.items()}  # float64
+    hd = d // h
+    changed["k"][:, :, CORRUPT_ROW] = randn(gen, B, h, hd).double()
+    changed["v"][:, :, CORRUPT_ROW] = randn(gen, B, h, hd).double() * 3
+
+    # The reference step over the changed past.
+    want = reference_step(
+        seq.token(P).double(), seq.w_qkv.double(), seq.w_o.double(), h, dict(changed)
+    ).float()
+
+    def body() -> None:
+        cache = session.new_dict()
+        for i in range(P):
+            seq.call(session, i, cache)
+        for key in ("k", "v"):
+            session.setitem(cache, key, changed[key].float())
+        got = decode_tensor(seq.call(session, P, cache), f"output of step {P + 1}")
+        if close(got, seq.y[:, P : P + 1]):
+            report.diagnose(GLOBAL_STATE)
+            raise Mismatch(
+                f"after the grader replaced row {CORRUPT_ROW} of cache['k'] and cache['v'], "
+                f"step {P + 1} still returned the unchanged output. Likely cause: {GLOBAL_STATE}"
+            )
+        seq.expect_step(report, got, P, past=changed, want=want)
+
+    return body
+
+
+def run(session: Session, seed: int | None = None) -> CheckReport:
+    gen = make_generator(seed)
+    report = CheckReport()
+    for B, T, d, h in SEQUENCES:
+        name = f"matches full forward over {T} steps from an empty cache, B={B} d={d} h={h}"
+        run_test(report, name, _full_forward_test(session, report, gen, B, T, d, h))
+    B, T, d, h = CACHE_LAYOUT
+    name = f"cache holds k and v as (B, n_heads, t, hd) after each step, B={B} d={d} h={h}"
+    run_test(report, name, _cache_layout_test(session, report, gen))
+    n_seq, B, T, d, h = INTERLEAVED
+    name = f"{n_seq} sequences interleaved, each with its own cache, B={B} d={d} h={h}"
+    run_test(report, name, _interleaved_test(session, report, gen))
+    B, P, d, h = GRADER_BUILT
+    name = f"continues a {P}-token cache the grader built, B={B} d={d} h={h}"
+    run_test(report, name, _grader_built_test(session, report, gen))
+    B, P, d, h = CORRUPTED
+    name = f"reads the past from the cache: a changed cached row changes the output, B={B} d={d} h={h}"
+    run_test(report, name, _corrupted_cache_test(session, report, gen))
+    return report

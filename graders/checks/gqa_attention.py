@@ -1,0 +1,440 @@
+"""gqa-attention: `class GQA(torch.nn.Module)`, `GQA(d, n_q, n_kv)`, `forward(x, cache=None) -> (y, (k, v))`.
+
+The grader builds the submission's module in its own process (a Handle here), loads a
+random state dict (q.weight, kv.weight, o.weight, strict) and compares every output and
+every returned cache with graders/reference/gqa.py: prefill, token-by-token decoding and
+chunked prefill on top of a cache, for GQA, MHA (n_kv == n_q) and MQA (n_kv == 1). The
+probes hand it a cache the grader built, change a cached row, and change future tokens.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any, Literal
+
+import torch
+
+from graders.checks.attention_common import (
+    MASK_AFTER_SOFTMAX,
+    MERGE_NO_TRANSPOSE,
+    NO_MASK,
+    SCALE_MISTAKES,
+    MaskKind,
+    Scale,
+    Variant,
+    attention_variant,
+    decode_tensor,
+    describe,
+    expect_match,
+    make_generator,
+    raised,
+    randn,
+    scale_factor,
+    submission_context,
+)
+from graders.checks.report import CheckReport, Mismatch, close, run_test
+from graders.reference.attention import merge_heads
+from graders.reference.gqa import GQA, KVCache, repeat_kv
+from graders.sandbox.session import Handle, Session, SubmissionError
+
+SLUG = "gqa-attention"
+ENTRY_POINT = "GQA"
+
+# (B, d, n_q, n_kv): two GQA shapes, MHA (n_kv == n_q) and MQA (n_kv == 1); no d == hd**2.
+CONFIGS = [(2, 96, 8, 2), (3, 48, 6, 3), (2, 32, 4, 4), (2, 32, 4, 1)]
+PREFILL_T = 6
+DECODE_PROMPT, DECODE_STEPS = 4, 3
+CHUNKS = (3, 4, 2)  # chunked prefill: the first chunk on an empty cache, the rest on top of it
+GRADER_CACHE = (5, 2)  # cached positions, new positions
+CAUSALITY_T, CAUSALITY_FROM = 8, 5
+CORRUPT_PROMPT, CORRUPT_ROW = 4, 1
+
+CACHE_AFTER_REPEAT = (
+    "the cache keeps n_q heads: repeat after caching, not before (store k and v with n_kv heads; "
+    "that is where GQA's memory saving comes from)"
+)
+MASK_NOT_OFFSET = (
+    "the causal mask is not offset by the cache length: new query i sits at position S - T + i and sees "
+    "keys 0..S - T + i, so the mask is tril(S - T), not tril(0) (is_causal=True in "
+    "scaled_dot_product_attention aligns the mask top-left)"
+)
+REPEAT_TILED = (
+    "query heads read the wrong kv heads: query head i reads kv head i // (n_q // n_kv), "
+    "which is repeat_interleave on dim=1, not repeat/expand in tile order"
+)
+KV_SPLIT = (
+    "kv is split as view(B, T, n_kv, 2, hd): the layout is view(B, T, 2, n_kv, hd), "
+    "all keys first, then all values"
+)
+CACHE_IGNORED = (
+    "the cache passed in is not used: new queries must also attend over the cached keys and values"
+)
+CACHE_NOT_APPENDED = (
+    "the returned cache holds only the new positions: return the old cache concatenated with "
+    "the new keys and values on dim=2"
+)
+CACHE_BTHD = "the cache is returned as (B, S, n_kv, hd): the layout is (B, n_kv, S, hd)"
+CACHE_SWAPPED = "the returned cache is (v, k): return (k, v)"
+KEPT_STATE = (
+    "the module ignored a change to the cache it was given: read the past only from the cache argument, "
+    "not from anything kept on the module"
+)
+
+KVSplit = Literal["grouped", "interleaved"]
+Repeat = Literal["interleave", "tile"]
+
+
+def gqa_variant(
+    w: dict[str, torch.Tensor],
+    x: torch.Tensor,
+    cache: KVCache | None,
+    n_q: int,
+    n_kv: int,
+    *,
+    kv_split: KVSplit = "grouped",
+    repeat: Repeat = "interleave",
+    mask: MaskKind = "causal",
+    scale: Scale = "sqrt_hd",
+    use_cache: bool = True,
+    mask_after_softmax: bool = False,
+    merge_transpose: bool = True,
+) -> tuple[torch.Tensor, KVCache]:
+    """GQA's forward with the chosen mistakes; the defaults are the right answer."""
+    B, T, d = x.shape
+    hd, n_rep = d // n_q, n_q // n_kv
+    q = (x @ w["q.weight"].T).view(B, T, n_q, hd).transpose(1, 2)  # (B, n_q, T, hd)
+    kv = x @ w["kv.weight"].T  # (B, T, 2 * n_kv * hd)
+    if kv_split == "grouped":
+        k, v = kv.view(B, T, 2, n_kv, hd).unbind(2)  # each (B, T, n_kv, hd)
+    else:
+        k, v = kv.view(B, T, n_kv, 2, hd).unbind(3)  # each (B, T, n_kv, hd), wrongly interleaved
+    k, v = k.transpose(1, 2), v.transpose(1, 2)  # each (B, n_kv, T, hd)
+    if cache is not None and use_cache:
+        k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)  # (B, n_kv, S, hd)
+    if repeat == "interleave":
+        k_rep, v_rep = repeat_kv(k, n_rep), repeat_kv(v, n_rep)  # (B, n_q, S, hd)
+    else:
+        k_rep, v_rep = k.repeat(1, n_rep, 1, 1), v.repeat(1, n_rep, 1, 1)  # (B, n_q, S, hd), tile order
+    y = attention_variant(
+        q, k_rep, v_rep, scale=scale_factor(scale, d, hd), mask=mask, mask_after_softmax=mask_after_softmax
+    )  # (B, n_q, T, hd)
+    merged = merge_heads(y) if merge_transpose else y.reshape(B, T, d)  # (B, T, d)
+    return merged @ w["o.weight"].T, (k, v)
+
+
+def output_variants(
+    w: dict[str, torch.Tensor], x: torch.Tensor, cache: KVCache | None, n_q: int, n_kv: int
+) -> list[Variant]:
+    """Outputs of the classic single mistakes, for naming a wrong y."""
+    options: list[tuple[str, dict[str, Any]]] = [
+        (REPEAT_TILED, {"repeat": "tile"}),
+        (MASK_NOT_OFFSET, {"mask": "top_left"}),
+        (CACHE_IGNORED, {"use_cache": False}),
+        (NO_MASK, {"mask": "none"}),
+        (MASK_AFTER_SOFTMAX, {"mask_after_softmax": True}),
+        (KV_SPLIT, {"kv_split": "interleaved"}),
+        (MERGE_NO_TRANSPOSE, {"merge_transpose": False}),
+    ]
+    options += [(sentence, {"scale": kind}) for kind, sentence in SCALE_MISTAKES.items()]
+    return [((sentence,), gqa_variant(w, x, cache, n_q, n_kv, **kw)[0]) for sentence, kw in options]
+
+
+def unpack(result: Any) -> tuple[Any, tuple[torch.Tensor, torch.Tensor]]:
+    """forward's result -> (y, (k, v)), or Mismatch saying what came back instead."""
+    if not isinstance(result, tuple | list) or len(result) != 2:
+        raise Mismatch(f"forward returned {describe(result)}, expected a pair (y, (k, v))")
+    y, cache = result
+    if not isinstance(cache, tuple | list) or len(cache) != 2:
+        raise Mismatch(f"the cache forward returned is {describe(cache)}, expected a pair (k, v) of tensors")
+    return y, (decode_tensor(cache[0], "the returned k"), decode_tensor(cache[1], "the returned v"))
+
+
+class _Layer:
+    """One configuration: random weights, the reference module, and the submission's module."""
+
+    def __init__(self, gen: torch.Generator, B: int, d: int, n_q: int, n_kv: int) -> None:
+        self.B, self.d, self.n_q, self.n_kv = B, d, n_q, n_kv
+        self.hd = d // n_q
+        self.state = {
+            "q.weight": randn(gen, d, d, scale=d**-0.5),
+            "kv.weight": randn(gen, 2 * n_kv * self.hd, d, scale=d**-0.5),
+            "o.weight": randn(gen, d, d, scale=d**-0.5),
+        }
+        self.w64 = {key: value.double() for key, value in self.state.items()}
+        self.ref = GQA(d, n_q, n_kv).double()
+        self.ref.load_state_dict(self.w64)
+        self._built: Handle | Mismatch | None = None
+
+    @property
+    def kind(self) -> str:
+        return "MHA" if self.n_kv == self.n_q else "MQA" if self.n_kv == 1 else "GQA"
+
+    def label(self, T: int | None = None) -> str:
+        t = "" if T is None else f" T={T}"
+        return f"{self.kind} B={self.B}{t} d={self.d} n_q={self.n_q} n_kv={self.n_kv}"
+
+    def tokens(self, gen: torch.Generator, T: int) -> torch.Tensor:
+        return randn(gen, self.B, T, self.d)
+
+    def build(self, session: Session) -> Handle:
+        """The submission's module with our weights, built once per configuration (a failure too)."""
+        if self._built is None:
+            try:
+                self._built = self._build(session)
+            except Mismatch as exc:
+                self._built = exc
+        if isinstance(self._built, Mismatch):
+            raise Mismatch(str(self._built))
+        return self._built
+
+    def _build(self, session: Session) -> Handle:
+        with submission_context(f"while building GQA({self.d}, {self.n_q}, {self.n_kv})"):
+            module = session.call(ENTRY_POINT, self.d, self.n_q, self.n_kv, keep=True)
+        shapes = ", ".join(f"{key} {tuple(value.shape)}" for key, value in self.state.items())
+        not_a_module = Mismatch("GQA has no load_state_dict: it should subclass torch.nn.Module")
+        try:
+            session.call(module.load_state_dict, self.state, keep=True)
+        except AttributeError:  # the in-process session looks the attribute up on our side
+            raise not_a_module from None
+        except SubmissionError as exc:
+            if exc.type_name == "AttributeError" and "load_state_dict" in exc.message:
+                raise not_a_module from None  # the sandbox looks it up in the submission's process
+            raise raised(exc, f"while loading a state dict with {shapes}, strict") from None
+        return module
+
+    def reference(self, x: torch.Tensor, cache: KVCache | None = None) -> tuple[torch.Tensor, KVCache]:
+        """float64 truth for float32 inputs."""
+        cache64 = None if cache is None else (cache[0].double(), cache[1].double())
+        with torch.no_grad():
+            return self.ref(x.double(), cache64)
+
+    def forward(
+        self,
+        session: Session,
+        module: Handle,
+        x: torch.Tensor,
+        cache: KVCache | None = None,
+        hint: str = "",
+    ) -> tuple[Any, tuple[torch.Tensor, torch.Tensor]]:
+        """module(x) or module(x, cache); the submission's exception gets a hint about the call."""
+        if cache is None:
+            with submission_context(hint or f"calling forward(x) with x {tuple(x.shape)}"):
+                return unpack(session.call(module, x))
+        hint = (
+            hint or f"calling forward(x, cache) with x {tuple(x.shape)} and a cache k {tuple(cache[0].shape)}"
+        )
+        with submission_context(hint):
+            return unpack(session.call(module, x, cache))
+
+    def expect_output(
+        self, report: CheckReport, got: Any, x: torch.Tensor, cache: KVCache | None, what: str
+    ) -> None:
+        """got must equal the reference y for x on top of cache (both as the submission received them)."""
+        cache64 = None if cache is None else (cache[0].double(), cache[1].double())
+        want = self.reference(x, cache)[0].float()
+        expect_match(
+            report,
+            got,
+            want,
+            what,
+            lambda: output_variants(self.w64, x.double(), cache64, self.n_q, self.n_kv),
+        )
+
+    def expect_cache(self, report: CheckReport, got: KVCache, want: KVCache, new: int, what: str) -> None:
+        """got (k, v) must be want's (B, n_kv, S, hd); `new` positions came from this call."""
+        for i, name in enumerate(("k", "v")):
+            right, other = want[i].float(), want[1 - i].float()
+            expect_match(
+                report,
+                got[i],
+                right,
+                f"{what}, the returned {name} (B, n_kv, S, hd)",
+                partial(cache_variants, right, other, self.n_q, new),
+            )
+
+
+def cache_variants(want: torch.Tensor, other: torch.Tensor, n_q: int, new: int) -> list[Variant]:
+    """Wrong caches, given the right one (B, n_kv, S, hd) and the other of k and v; `new` positions
+    came from the last call."""
+    n_kv, S = want.shape[1], want.shape[2]
+    variants: list[Variant] = [
+        ((CACHE_BTHD,), want.transpose(1, 2)),
+        ((CACHE_SWAPPED,), other),
+    ]
+    if n_q != n_kv:
+        n_rep = n_q // n_kv
+        variants.append(((CACHE_AFTER_REPEAT,), repeat_kv(want, n_rep)))
+        variants.append(((CACHE_AFTER_REPEAT,), want.repeat(1, n_rep, 1, 1)))
+    if new < S:
+        variants.append(((CACHE_NOT_APPENDED,), want[:, :, S - new :]))
+    return variants
+
+
+def _prefill_test(
+    session: Session, report: CheckReport, layer: _Layer, gen: torch.Generator
+) -> Callable[[], None]:
+    x = layer.tokens(gen, PREFILL_T)
+
+    def body() -> None:
+        module = layer.build(session)
+        y, _ = layer.forward(session, module, x)
+        layer.expect_output(report, y, x, None, "y")
+
+    return body
+
+
+def _cache_test(
+    session: Session, report: CheckReport, layer: _Layer, gen: torch.Generator
+) -> Callable[[], None]:
+    x = layer.tokens(gen, PREFILL_T + 1)
+    _, want_prefill = layer.reference(x[:, :PREFILL_T])
+    _, want_step = layer.reference(x)
+
+    def body() -> None:
+        module = layer.build(session)
+        _, cache = layer.forward(session, module, x[:, :PREFILL_T])
+        layer.expect_cache(report, cache, want_prefill, PREFILL_T, f"after a {PREFILL_T}-token prefill")
+        _, cache = layer.forward(session, module, x[:, PREFILL_T:], cache)
+        layer.expect_cache(report, cache, want_step, 1, "after one more token")
+
+    return body
+
+
+def _chunks_test(
+    session: Session, report: CheckReport, layer: _Layer, gen: torch.Generator, chunks: Sequence[int]
+) -> Callable[[], None]:
+    """Feed x in chunks, passing back the returned cache; every output row must match the full pass."""
+    ends = list(itertools.accumulate(chunks))
+    x = layer.tokens(gen, ends[-1])
+    # The right cache after each chunk: what a correct submission would pass back in.
+    true_caches = [layer.reference(x[:, :end])[1] for end in ends]
+
+    def body() -> None:
+        module = layer.build(session)
+        cache: KVCache | None = None
+        for i, (size, end) in enumerate(zip(chunks, ends, strict=True)):
+            start = end - size
+            chunk = x[:, start:end]
+            past = None if i == 0 else true_caches[i - 1]
+            on_top = f" on top of a {start}-position cache" if start else ""
+            y, cache = layer.forward(session, module, chunk, cache)
+            layer.expect_output(report, y, chunk, past, f"y for positions {start}..{end - 1}{on_top}")
+            layer.expect_cache(report, cache, true_caches[i], size, f"after {end} positions")
+
+    return body
+
+
+def _grader_cache_test(
+    session: Session, report: CheckReport, layer: _Layer, gen: torch.Generator
+) -> Callable[[], None]:
+    P, T = GRADER_CACHE
+    cache = (randn(gen, layer.B, layer.n_kv, P, layer.hd), randn(gen, layer.B, layer.n_kv, P, layer.hd))
+    x = layer.tokens(gen, T)
+    _, want_cache = layer.reference(x, cache)
+
+    def body() -> None:
+        module = layer.build(session)
+        hint = f"given a cache the grader built: (k, v), each (B, n_kv, {P}, hd) = {tuple(cache[0].shape)}"
+        y, new_cache = layer.forward(session, module, x, cache, hint)
+        layer.expect_output(report, y, x, cache, f"y for {T} new positions on a {P}-position cache")
+        layer.expect_cache(
+            report, new_cache, want_cache, T, f"after {T} new positions on a {P}-position cache"
+        )
+
+    return body
+
+
+def _corrupted_cache_test(
+    session: Session, report: CheckReport, layer: _Layer, gen: torch.Generator
+) -> Callable[[], None]:
+    P = CORRUPT_PROMPT
+    x = layer.tokens(gen, P + 1)
+    y_full, _ = layer.reference(x)
+    _, (k, v) = layer.reference(x[:, :P])
+    k, v = k.float().clone(), v.float().clone()
+    k[:, :, CORRUPT_ROW] = randn(gen, layer.B, layer.n_kv, layer.hd)
+    v[:, :, CORRUPT_ROW] = randn(gen, layer.B, layer.n_kv, layer.hd, scale=3.0)
+
+    def body() -> None:
+        module = layer.build(session)
+        layer.forward(session, module, x[:, :P])
+        y, _ = layer.forward(session, module, x[:, P:], (k, v))
+        if isinstance(y, torch.Tensor) and close(y, y_full[:, P:].float()):
+            report.diagnose(KEPT_STATE)
+            raise Mismatch(
+                f"after the grader changed position {CORRUPT_ROW} of the cache it passed in, "
+                f"y was unchanged. Likely cause: {KEPT_STATE}"
+            )
+        layer.expect_output(report, y, x[:, P:], (k, v), "y on the changed cache")
+
+    return body
+
+
+def _causality_test(session: Session, layer: _Layer, gen: torch.Generator) -> Callable[[], None]:
+    T, j = CAUSALITY_T, CAUSALITY_FROM
+    x = layer.tokens(gen, T)
+    changed = x.clone()
+    changed[:, j:] = layer.tokens(gen, T - j)
+
+    def body() -> None:
+        module = layer.build(session)
+        before = decode_tensor(layer.forward(session, module, x)[0], "y")
+        after = decode_tensor(layer.forward(session, module, changed)[0], "y")
+        if before.shape != (layer.B, T, layer.d) or after.shape != before.shape:
+            raise Mismatch(f"y has shape {tuple(before.shape)}, expected {(layer.B, T, layer.d)}")
+        for pos in range(j):
+            if not close(after[:, pos], before[:, pos]):
+                raise Mismatch(
+                    f"changing tokens {j}..{T - 1} changed y at position {pos}: "
+                    f"position i may only see tokens 0..i"
+                )
+
+    return body
+
+
+def run(session: Session, seed: int | None = None) -> CheckReport:
+    gen = make_generator(seed)
+    report = CheckReport()
+    layers = [_Layer(gen, *config) for config in CONFIGS]
+    for layer in layers:
+        run_test(
+            report,
+            f"prefill matches reference, {layer.label(PREFILL_T)}",
+            _prefill_test(session, report, layer, gen),
+        )
+        run_test(
+            report,
+            f"returned cache is (k, v) with n_kv heads, (B, n_kv, S, hd), {layer.label()}",
+            _cache_test(session, report, layer, gen),
+        )
+        decode = (DECODE_PROMPT,) + (1,) * DECODE_STEPS
+        run_test(
+            report,
+            f"cached decoding matches full forward token for token ({DECODE_STEPS} steps), {layer.label()}",
+            _chunks_test(session, report, layer, gen, decode),
+        )
+        run_test(
+            report,
+            f"chunked prefill on top of a cache ({'+'.join(map(str, CHUNKS))}), {layer.label()}",
+            _chunks_test(session, report, layer, gen, CHUNKS),
+        )
+    gqa = layers[0]
+    P, T = GRADER_CACHE
+    run_test(
+        report,
+        f"continues a {P}-position cache the grader built, {gqa.label(T)}",
+        _grader_cache_test(session, report, gqa, gen),
+    )
+    run_test(
+        report,
+        f"reads the past from the cache: a changed cached row changes y, {gqa.label()}",
+        _corrupted_cache_test(session, report, gqa, gen),
+    )
+    run_test(
+        report,
+        f"causal: changing tokens {CAUSALITY_FROM}.. leaves earlier outputs alone, {gqa.label(CAUSALITY_T)}",
+        _causality_test(session, gqa, gen),
+    )
+    return report

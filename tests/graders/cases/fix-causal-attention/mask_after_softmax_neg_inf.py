@@ -1,0 +1,17 @@
+# expect: failed
+# diagnosis: contains NaN or inf
+# -inf written in after the softmax: the product with v turns into NaN and -inf.
+import math
+
+import torch
+
+
+def causal_self_attention(x, w_qkv, w_o, n_heads):
+    B, T, d = x.shape
+    hd = d // n_heads
+    q, k, v = (x @ w_qkv).split(d, dim=-1)
+    q, k, v = (t.view(B, T, n_heads, hd).transpose(1, 2) for t in (q, k, v))
+    att = (q @ k.transpose(-2, -1) / math.sqrt(hd)).softmax(dim=-1)
+    att = att.masked_fill(~torch.tril(torch.ones(T, T, dtype=torch.bool)), float("-inf"))
+    y = att @ v
+    return y.transpose(1, 2).reshape(B, T, d) @ w_o

@@ -1,0 +1,25 @@
+# expect: failed
+# diagnosis: the causal mask is not offset by the cache length
+# is_causal=True aligns the mask top-left, which is only right when there is no cache.
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class GQA(nn.Module):
+    def __init__(self, d, n_q, n_kv):
+        super().__init__()
+        self.n_q, self.n_kv, self.hd = n_q, n_kv, d // n_q
+        self.q = nn.Linear(d, d, bias=False)
+        self.kv = nn.Linear(d, 2 * n_kv * self.hd, bias=False)
+        self.o = nn.Linear(d, d, bias=False)
+
+    def forward(self, x, cache=None):
+        B, T, d = x.shape
+        q = self.q(x).view(B, T, self.n_q, self.hd).transpose(1, 2)
+        k, v = self.kv(x).view(B, T, 2, self.n_kv, self.hd).unbind(2)
+        k, v = k.transpose(1, 2), v.transpose(1, 2)
+        if cache is not None:
+            k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        return self.o(y.transpose(1, 2).reshape(B, T, d)), (k, v)
