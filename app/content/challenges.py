@@ -49,7 +49,8 @@ def load_challenges(root: Path, known_topics: set[str] | None = None) -> list[Ch
 
     problems: list[Problem] = []
     found: dict[str, Challenge] = {}
-    for folder in sorted(p for p in (root / "challenges").iterdir() if p.is_dir()):
+    folders = (root / "challenges").iterdir() if (root / "challenges").is_dir() else iter(())
+    for folder in sorted(p for p in folders if p.is_dir()):
         rel = folder.relative_to(root).as_posix()
         texts: dict[str, str] = {}
         for name in FILES:
