@@ -42,6 +42,12 @@ class Challenge:
     def slug(self) -> str:
         return self.meta.slug
 
+    @property
+    def prompt_body(self) -> str:
+        """The prompt without a leading '# Title' line: pages show the title themselves."""
+        first, _, rest = self.prompt.lstrip().partition("\n")
+        return rest.lstrip() if first.startswith("# ") else self.prompt
+
 
 def load_challenges(root: Path, known_topics: set[str] | None = None) -> list[Challenge]:
     """Every challenge under root/challenges, in the order of the grader's registry."""

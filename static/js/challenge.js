@@ -72,6 +72,11 @@
       tests.appendChild(li);
     }
     diagnosis.replaceChildren();
+    if ((data.diagnosis || []).length) {
+      const heading = document.createElement("h3");
+      heading.textContent = "Likely cause";
+      diagnosis.appendChild(heading);
+    }
     for (const d of data.diagnosis || []) {
       const p = document.createElement("p");
       p.className = "diagnosis";
