@@ -1,0 +1,434 @@
+"""kv-cache-buffer: a preallocated KVCache whose update returns views, with bounds checks and reorder.
+
+Scripts of update and reorder calls (fresh random tensors each run) are replayed on
+the submission's cache, on graders.reference.kv_cache.KVCache, and on a set of
+known-wrong variants of it. The first output that differs from the reference fails
+the test; a variant that agreed with the submission on every step so far, and on
+this one too, names the mistake.
+
+"update returns views" is tested by behaviour, not by trusting anything the
+submission reports: the (k_all, v_all) pairs of two earlier updates stay in the
+submission's process (keep=True, then held in a grader-made dict, because
+Session.get decodes dicts and tensors but not a bare tuple), a third update
+overwrites their positions, and reading them back must show the new values. A
+copy would still hold the old ones.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import torch
+
+from graders.checks.report import CheckReport, Mismatch, close, explain_difference, run_test
+from graders.reference.kv_cache import KVCache
+from graders.sandbox.session import Handle, Session, SubmissionError
+
+SLUG = "kv-cache-buffer"
+ENTRY_POINT = "KVCache"
+
+# Known mistakes, as they appear in report.diagnosis.
+COPY = "update returns a copy, not a view"
+AT_ZERO = "positions are written at 0 instead of start"
+NEW_ONLY = "update returns only the new positions, not positions 0..start+n"
+WHOLE_BUFFER = "update returns all max_len positions, not positions 0..start+n"
+SHARED_LAYERS = "layers share one buffer: update ignores the layer index"
+SWAPPED = "keys and values are swapped"
+REORDER_DIM = "reorder gathers along the wrong dimension"
+REORDER_SCATTER = "reorder scatters (row beam_idx[i] receives row i) instead of gathering"
+REORDER_KEYS_ONLY = "reorder moves the keys but not the values"
+REORDER_NOOP = "reorder has no effect on later updates"
+REORDER_SOME_LAYERS = "reorder skips some layers"
+BOUNDS = "bounds not checked: start + n > max_len must raise ValueError"
+SHAPES = "shapes not checked: a batch, head count or head size that does not fit must raise ValueError"
+KV_SHAPES = "k and v of different shapes must raise ValueError"
+NEGATIVE_START = "a negative start is not rejected (a negative slice counts from the end of the buffer)"
+OFF_BY_ONE = "off by one: filling a layer exactly to max_len (start + n == max_len) must be allowed"
+KNOWN_MISTAKES = (
+    COPY, AT_ZERO, NEW_ONLY, WHOLE_BUFFER, SHARED_LAYERS, SWAPPED, REORDER_DIM, REORDER_SCATTER,
+    REORDER_KEYS_ONLY, REORDER_NOOP, REORDER_SOME_LAYERS, BOUNDS, SHAPES, KV_SHAPES, NEGATIVE_START,
+    OFF_BY_ONE,
+)  # fmt: skip
+
+
+# --- known-wrong variants of the reference, replayed beside it ---------------------------------------
+
+
+class _WritesAtZero(KVCache):
+    def update(self, layer: int, k: torch.Tensor, v: torch.Tensor, start: int) -> Any:
+        n = self._check(layer, k, v, start)
+        self.k[layer, :, :, :n], self.v[layer, :, :, :n] = k, v
+        return self.k[layer, :, :, : start + n], self.v[layer, :, :, : start + n]
+
+
+class _ReturnsNewOnly(KVCache):
+    def update(self, layer: int, k: torch.Tensor, v: torch.Tensor, start: int) -> Any:
+        k_all, v_all = super().update(layer, k, v, start)
+        return k_all[:, :, start:], v_all[:, :, start:]
+
+
+class _ReturnsWholeBuffer(KVCache):
+    def update(self, layer: int, k: torch.Tensor, v: torch.Tensor, start: int) -> Any:
+        super().update(layer, k, v, start)
+        return self.k[layer], self.v[layer]
+
+
+class _SharedLayers(KVCache):
+    def update(self, layer: int, k: torch.Tensor, v: torch.Tensor, start: int) -> Any:
+        return super().update(0, k, v, start)
+
+
+class _Swapped(KVCache):
+    def update(self, layer: int, k: torch.Tensor, v: torch.Tensor, start: int) -> Any:
+        k_all, v_all = super().update(layer, k, v, start)
+        return v_all, k_all
+
+
+def _gathering_along(dim: int) -> type[KVCache]:
+    class _WrongDim(KVCache):
+        def reorder(self, beam_idx: torch.Tensor) -> None:
+            self.k.copy_(self.k.index_select(dim, beam_idx))
+            self.v.copy_(self.v.index_select(dim, beam_idx))
+
+    return _WrongDim
+
+
+class _Scatters(KVCache):
+    def reorder(self, beam_idx: torch.Tensor) -> None:
+        self.k[:, beam_idx] = self.k.clone()
+        self.v[:, beam_idx] = self.v.clone()
+
+
+class _KeysOnly(KVCache):
+    def reorder(self, beam_idx: torch.Tensor) -> None:
+        self.k.copy_(self.k.index_select(1, beam_idx))
+
+
+class _NoReorder(KVCache):
+    def reorder(self, beam_idx: torch.Tensor) -> None:
+        pass
+
+
+class _FirstLayerOnly(KVCache):
+    def reorder(self, beam_idx: torch.Tensor) -> None:
+        self.k[0] = self.k[0].index_select(0, beam_idx)
+        self.v[0] = self.v[0].index_select(0, beam_idx)
+
+
+UPDATE_VARIANTS: dict[str, type[KVCache]] = {
+    AT_ZERO: _WritesAtZero,
+    NEW_ONLY: _ReturnsNewOnly,
+    WHOLE_BUFFER: _ReturnsWholeBuffer,
+    SHARED_LAYERS: _SharedLayers,
+    SWAPPED: _Swapped,
+}
+REORDER_VARIANTS: list[tuple[str, type[KVCache]]] = [
+    (REORDER_DIM, _gathering_along(0)),  # layers
+    (REORDER_DIM, _gathering_along(2)),  # heads
+    (REORDER_DIM, _gathering_along(3)),  # positions
+    (REORDER_SCATTER, _Scatters),
+    (REORDER_KEYS_ONLY, _KeysOnly),
+    (REORDER_NOOP, _NoReorder),
+    (REORDER_SOME_LAYERS, _FirstLayerOnly),
+]
+
+
+# --- scripts ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Dims:
+    n_layers: int
+    batch: int
+    n_heads: int
+    max_len: int
+    head_dim: int
+
+    def args(self) -> tuple[int, int, int, int, int]:
+        return self.n_layers, self.batch, self.n_heads, self.max_len, self.head_dim
+
+    def __str__(self) -> str:
+        return f"L={self.n_layers} B={self.batch} H={self.n_heads} max_len={self.max_len} hd={self.head_dim}"
+
+
+@dataclass(frozen=True)
+class Update:
+    layer: int
+    k: torch.Tensor
+    v: torch.Tensor
+    start: int
+
+    def __str__(self) -> str:
+        return f"update(layer={self.layer}, k, v, start={self.start}) with n={self.k.shape[2]}"
+
+
+@dataclass(frozen=True)
+class Reorder:
+    beam_idx: torch.Tensor
+
+    def __str__(self) -> str:
+        return f"reorder({self.beam_idx.tolist()})"
+
+
+class _Rng:
+    """Fresh random tensors for each run."""
+
+    def __init__(self, seed: int | None = None) -> None:
+        self.py = random.Random(seed)
+        self.torch = torch.Generator().manual_seed(self.py.randrange(2**62))
+
+    def kv(self, dims: Dims, n: int, **override: int) -> tuple[torch.Tensor, torch.Tensor]:
+        b = override.get("batch", dims.batch)
+        h = override.get("n_heads", dims.n_heads)
+        hd = override.get("head_dim", dims.head_dim)
+        shape = (b, h, n, hd)
+        return torch.randn(shape, generator=self.torch), torch.randn(shape, generator=self.torch)
+
+    def update(self, dims: Dims, layer: int, start: int, n: int) -> Update:
+        return Update(layer, *self.kv(dims, n), start)
+
+
+def _pair(value: Any, what: str) -> tuple[torch.Tensor, torch.Tensor]:
+    if not isinstance(value, tuple | list) or len(value) != 2:
+        kind = type(value).__name__
+        raise Mismatch(f"{what} should return a pair (k_all, v_all) of tensors, got {kind}")
+    for part, name in zip(value, ("k_all", "v_all"), strict=True):
+        if not isinstance(part, torch.Tensor):
+            raise Mismatch(
+                f"{what}'s {name} should be a torch tensor (a view of the cache), got {type(part).__name__}"
+            )
+    return value[0], value[1]
+
+
+def _method(session: Session, cache: Handle, name: str, *args: Any, keep: bool = False) -> Any:
+    try:
+        return session.call(getattr(cache, name), *args, keep=keep)
+    except AttributeError:
+        raise Mismatch(f"KVCache has no method {name}: see the prompt for its signature") from None
+
+
+def _new_cache(session: Session, dims: Dims) -> Handle:
+    if not session.has(ENTRY_POINT):
+        raise Mismatch("define class KVCache at the top level of your file")
+    cache = session.call(ENTRY_POINT, *dims.args(), keep=True)
+    if not isinstance(cache, Handle):  # pragma: no cover - keep=True always hands back a Handle
+        raise Mismatch("KVCache(...) should build an object")
+    return cache
+
+
+def _replay(
+    report: CheckReport,
+    session: Session,
+    dims: Dims,
+    script: list[Update | Reorder],
+    variants: list[tuple[str, type[KVCache]]],
+) -> None:
+    """Run the script on the submission, the reference and every variant; fail at the first difference."""
+    cache = _new_cache(session, dims)
+    ref = KVCache(*dims.args())
+    suspects = [(name, cls(*dims.args())) for name, cls in variants]
+    for step, op in enumerate(script):
+        if isinstance(op, Reorder):
+            ref.reorder(op.beam_idx)
+            survivors = []
+            for name, s in suspects:
+                try:
+                    s.reorder(op.beam_idx)
+                except (ValueError, IndexError, RuntimeError):
+                    continue
+                survivors.append((name, s))
+            suspects = survivors
+            _method(session, cache, "reorder", op.beam_idx)
+            continue
+        want_k, want_v = ref.update(op.layer, op.k, op.v, op.start)
+        theirs: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # by position: names repeat
+        for i, (_, s) in enumerate(suspects):
+            try:
+                theirs[i] = s.update(op.layer, op.k, op.v, op.start)
+            except (ValueError, IndexError, RuntimeError):
+                pass
+        try:
+            result = _method(session, cache, "update", op.layer, op.k, op.v, op.start)
+        except SubmissionError as exc:
+            if not any(isinstance(earlier, Reorder) for earlier in script[:step]):
+                raise
+            report.diagnose(REORDER_DIM)
+            raise Mismatch(
+                f"step {step + 1}, {op}, after a reorder, raised {exc.type_name} ({exc.message[:120]}): "
+                f"reorder changed the shape of the cache, so it probably gathers along the wrong "
+                f"dimension (the batch is dim 0 of (B, H, T, hd))"
+            ) from None
+        got_k, got_v = _pair(result, str(op))
+        suspects = [
+            suspect
+            for i, suspect in enumerate(suspects)
+            if i in theirs and close(got_k, theirs[i][0]) and close(got_v, theirs[i][1])
+        ]
+        for got, want, what in ((got_k, want_k, "k_all"), (got_v, want_v, "v_all")):
+            if got.dtype != want.dtype:
+                raise Mismatch(
+                    f"after {op}, {what} has dtype {got.dtype}: the cache should store the dtype it was "
+                    f"built with (torch.float32 by default)"
+                )
+            if not close(got, want):
+                message = f"step {step + 1}, {op}: {explain_difference(got, want, what)}"
+                if suspects:
+                    report.diagnose(suspects[0][0])
+                    message += f". It looks like {suspects[0][0]}"
+                raise Mismatch(message)
+
+
+def _decode_script(rng: _Rng, dims: Dims, prompt: int, steps: int) -> list[Update | Reorder]:
+    """Prefill every layer with `prompt` positions, then `steps` one-token updates on every layer."""
+    script: list[Update | Reorder] = [rng.update(dims, layer, 0, prompt) for layer in range(dims.n_layers)]
+    for t in range(prompt, prompt + steps):
+        script += [rng.update(dims, layer, t, 1) for layer in range(dims.n_layers)]
+    return script
+
+
+# --- tests -----------------------------------------------------------------------------------------
+
+
+def _test_views(report: CheckReport, session: Session, rng: _Rng, dims: Dims) -> None:
+    cache = _new_cache(session, dims)
+    layer, prompt = dims.n_layers - 1, 4
+    first, second, overwrite = (
+        rng.update(dims, layer, 0, prompt),
+        rng.update(dims, layer, prompt, 1),
+        rng.update(dims, layer, 0, 2),
+    )
+    held = {
+        "first": _method(session, cache, "update", first.layer, first.k, first.v, first.start, keep=True),
+        "second": _method(
+            session, cache, "update", second.layer, second.k, second.v, second.start, keep=True
+        ),
+    }
+    box = session.new_dict(held)  # the returned pairs, still in the submission's process
+    _method(session, cache, "update", overwrite.layer, overwrite.k, overwrite.v, overwrite.start)
+    now = session.get(box)
+    ref = KVCache(*dims.args())
+    ref.update(first.layer, first.k, first.v, first.start)
+    ref.update(second.layer, second.k, second.v, second.start)
+    stale_k = ref.k[layer, :, :, : prompt + 1].clone()
+    ref.update(overwrite.layer, overwrite.k, overwrite.v, overwrite.start)
+    for key, end, call in (("first", prompt, first), ("second", prompt + 1, second)):
+        got_k, got_v = _pair(now[key], str(call))
+        want_k, want_v = ref.k[layer, :, :, :end], ref.v[layer, :, :, :end]
+        if close(got_k, want_k) and close(got_v, want_v):
+            continue
+        if close(got_k, stale_k[:, :, :end]):
+            report.diagnose(COPY)
+            raise Mismatch(
+                f"the k_all returned by {call} still holds the old positions 0..2 after a later "
+                f"update(start=0) overwrote them: {COPY} (slice the preallocated buffer, don't clone or cat)"
+            )
+        raise Mismatch(
+            f"the k_all returned by {call}, read again after a later update(start=0) wrote positions 0..2: "
+            + explain_difference(got_k, want_k, "k_all")
+        )
+
+
+def _expect_value_error(
+    report: CheckReport, session: Session, dims: Dims, op: Update, mistake: str, filled: int
+) -> None:
+    """`op` must raise ValueError on a cache whose layer 0 already holds `filled` positions."""
+    cache = _new_cache(session, dims)
+    if filled:
+        k = torch.zeros(dims.batch, dims.n_heads, filled, dims.head_dim)
+        _method(session, cache, "update", 0, k, k, 0)
+    shapes = f"k {tuple(op.k.shape)} and v {tuple(op.v.shape)}"
+    try:
+        _method(session, cache, "update", op.layer, op.k, op.v, op.start)
+    except SubmissionError as exc:
+        if exc.type_name == "ValueError":
+            return
+        report.diagnose(mistake)
+        raise Mismatch(
+            f"{op} with {shapes} raised {exc.type_name} ({exc.message[:120]}), "
+            f"expected a ValueError that names both values: {mistake}"
+        ) from None
+    report.diagnose(mistake)
+    raise Mismatch(f"{op} with {shapes} on a cache built with {dims} did not raise: {mistake}")
+
+
+def run(session: Session, seed: int | None = None) -> CheckReport:
+    """The battery; `seed` makes a run reproducible (tests), None draws fresh inputs (grading)."""
+    report = CheckReport()
+    rng = _Rng(seed)
+    py = rng.py
+    dims = Dims(
+        py.choice([2, 3]), py.choice([2, 3]), py.choice([2, 4]), py.randint(10, 14), py.choice([4, 8])
+    )
+    prompt = py.randint(3, 5)
+
+    def check(name: str, body: Callable[[], None]) -> None:
+        run_test(report, name, body)
+
+    check(
+        f"prefill {prompt} positions then 3 decode steps on every layer match the reference ({dims})",
+        lambda: _replay(
+            report, session, dims, _decode_script(rng, dims, prompt, 3), list(UPDATE_VARIANTS.items())
+        ),
+    )
+
+    def layers_independent() -> None:
+        script: list[Update | Reorder] = [
+            rng.update(dims, 0, 0, 3),
+            rng.update(dims, dims.n_layers - 1, 0, 3),
+        ]
+        script.append(rng.update(dims, 0, 3, 1))
+        _replay(report, session, dims, script, [(SHARED_LAYERS, _SharedLayers)])
+
+    check("layers are independent: writing the last layer leaves layer 0 untouched", layers_independent)
+    check(
+        "update returns views into one preallocated buffer (earlier k_all see later writes)",
+        partial(_test_views, report, session, rng, dims),
+    )
+
+    def fills_to_max_len() -> None:
+        script = _decode_script(rng, dims, dims.max_len - 2, 2)
+        try:
+            _replay(report, session, dims, script, [])
+        except SubmissionError as exc:
+            if exc.type_name == "ValueError":
+                report.diagnose(OFF_BY_ONE)
+                raise Mismatch(f"your code raised ValueError ({exc.message[:120]}): {OFF_BY_ONE}") from None
+            raise
+
+    check(f"a layer fills exactly to max_len={dims.max_len} (no growth, no error)", fills_to_max_len)
+
+    end = dims.max_len - 1
+    probes = [
+        ("start + n > max_len", Update(0, *rng.kv(dims, 2), end), BOUNDS, end),
+        (f"batch 1 instead of {dims.batch}", Update(0, *rng.kv(dims, 1, batch=1), 0), SHAPES, 0),
+        (f"{dims.n_heads + 1} heads instead of {dims.n_heads}",
+         Update(0, *rng.kv(dims, 1, n_heads=dims.n_heads + 1), 0), SHAPES, 0),
+        (f"head size 1 instead of {dims.head_dim}", Update(0, *rng.kv(dims, 1, head_dim=1), 0), SHAPES, 0),
+        ("k and v of different lengths", Update(0, rng.kv(dims, 1)[0], rng.kv(dims, 2)[1], 0), KV_SHAPES, 0),
+        ("a negative start", Update(0, *rng.kv(dims, 1), -2), NEGATIVE_START, 3),
+    ]  # fmt: skip
+    for what, op, mistake, filled in probes:
+        check(
+            f"raises ValueError for {what}",
+            partial(_expect_value_error, report, session, dims, op, mistake, filled),
+        )
+
+    # As many layers and heads as batch rows, so that gathering the wrong dimension keeps the shapes.
+    beam = Dims(3, 3, 3, py.randint(8, 12), py.choice([4, 8]))
+    cycle = torch.tensor(py.choice([[1, 2, 0], [2, 0, 1]]))
+    repeat = torch.tensor(py.choice([[2, 2, 0], [1, 0, 0], [0, 2, 2]]))
+    script = _decode_script(rng, beam, 4, 1)
+    script.append(Reorder(cycle))
+    script += [rng.update(beam, layer, 5, 1) for layer in range(beam.n_layers)]
+    script.append(Reorder(repeat))
+    script += [rng.update(beam, layer, 6, 1) for layer in range(beam.n_layers)]
+    check(
+        f"reorder({cycle.tolist()}) then reorder({repeat.tolist()}): row i takes row beam_idx[i] "
+        "on every layer, and later updates see it",
+        lambda: _replay(report, session, beam, script, REORDER_VARIANTS),
+    )
+    return report

@@ -1,0 +1,387 @@
+"""numpy-cached-generation: prefill, decode_step and generate_cached over the one-layer NumPy model.
+
+Fresh float64 weights and prompts on every run; everything is compared with
+graders.reference.numpy_generation. decode_step is driven on caches that live in
+the submission's process (built from its own prefill's dict, with the grader's
+keys and values in it), so the grader can read them back after each step, hand
+over a deliberately corrupted one, and interleave two sequences. A wrong output is
+matched against the usual wrong variants (scaling, masking in decode, appending
+too late, ignoring the cache, caching the wrong thing) to name the mistake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+import numpy as np
+import torch
+
+from graders.checks.report import CheckReport, Mismatch, close, explain_difference, run_test
+from graders.reference.numpy_generation import (
+    Params,
+    decode_step,
+    generate_cached,
+    greedy_margin,
+    prefill,
+    softmax,
+)
+from graders.sandbox.session import Handle, Session, SubmissionError
+
+SLUG = "numpy-cached-generation"
+ENTRY_POINT = "generate_cached"
+
+# Known mistakes, as they appear in report.diagnosis.
+NOT_SCALED = "scores are not scaled by sqrt(d)"
+SCALED_BY_D = "scores are divided by d instead of sqrt(d)"
+SOFTMAX_AXIS = "softmax taken over the queries (axis 0) instead of the keys"
+FIRST_ROW = "prefill returns the first position's logits, not the last"
+ALL_ROWS = "prefill returns the logits of every position, not just the last"
+CACHE_QUERIES = "the cache stores the queries, not the keys"
+CACHE_SWAPPED = "cache['k'] and cache['v'] are swapped"
+CACHE_EMBEDDINGS = "the cache stores the token embeddings, not their key and value projections"
+NEW_KEY_LATE = "the new key is not appended before the scores (the newest position is left out)"
+MASK_IN_DECODE = (
+    "a causal mask applied in decode hides the newest key (the new query may see every cached key)"
+)
+IGNORES_CACHE = (
+    "decode_step ignores the cache (recomputes the past instead of reading cache['k'] and cache['v'])"
+)
+NOT_APPENDED = "decode_step does not append the new key and value to cache['k'] and cache['v']"
+HIDDEN_STATE = "decode_step keeps state outside the cache (a global or a closure)"
+NO_PROMPT = "generate_cached returns only the new tokens, not the prompt followed by them"
+NOT_NUMPY = "returned a torch tensor: this challenge is NumPy only"
+KNOWN_MISTAKES = (
+    NOT_SCALED, SCALED_BY_D, SOFTMAX_AXIS, FIRST_ROW, ALL_ROWS, CACHE_QUERIES, CACHE_SWAPPED,
+    CACHE_EMBEDDINGS, NEW_KEY_LATE, MASK_IN_DECODE, IGNORES_CACHE, NOT_APPENDED, HIDDEN_STATE, NO_PROMPT,
+    NOT_NUMPY,
+)  # fmt: skip
+
+
+def _params(rng: np.random.Generator, vocab: int, d: int) -> dict[str, np.ndarray]:
+    """Weights at a scale where the scores are O(1), so a wrong scale or mask moves the logits visibly."""
+    w = 1 / np.sqrt(d)
+    return {
+        "E": rng.normal(size=(vocab, d)),
+        "W_q": rng.normal(size=(d, d)) * 1.5 * w,
+        "W_k": rng.normal(size=(d, d)) * 1.5 * w,
+        "W_v": rng.normal(size=(d, d)) * w,
+        "W_o": rng.normal(size=(d, d)) * w,
+        "W_lm": rng.normal(size=(d, vocab)) * w,
+    }
+
+
+def _head(params: Params, ctx: np.ndarray) -> np.ndarray:
+    return (ctx @ params["W_o"]) @ params["W_lm"]
+
+
+def _prefill_variants(params: Params, tokens: Sequence[int]) -> dict[str, np.ndarray]:
+    """Last-position logits (or all of them) that the usual prefill mistakes produce."""
+    d = params["W_q"].shape[0]
+    x = params["E"][list(tokens)]  # (T, d)
+    T = x.shape[0]
+    q, k, v = x @ params["W_q"], x @ params["W_k"], x @ params["W_v"]  # (T, d)
+    future = np.triu(np.ones((T, T), dtype=bool), k=1)
+
+    def logits(scale: float, axis: int = -1) -> np.ndarray:
+        scores = np.where(future, -np.inf, q @ k.T / scale)  # (T, T)
+        return _head(params, softmax(scores, axis=axis) @ v)  # (T, V)
+
+    return {
+        NOT_SCALED: logits(1.0)[-1],
+        SCALED_BY_D: logits(float(d))[-1],
+        SOFTMAX_AXIS: logits(float(np.sqrt(d)), axis=0)[-1],
+        FIRST_ROW: logits(float(np.sqrt(d)))[0],
+        ALL_ROWS: logits(float(np.sqrt(d))),
+    }
+
+
+def _decode_variants(
+    params: Params, token: int, k_past: np.ndarray, v_past: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Logits of the usual decode_step mistakes, given the cache before the step."""
+    d = params["W_q"].shape[0]
+    x = params["E"][token]  # (d,)
+    q, k, v = x @ params["W_q"], x @ params["W_k"], x @ params["W_v"]  # (d,)
+    keys, values = np.vstack([k_past, k]), np.vstack([v_past, v])  # (t, d)
+    return {
+        NOT_SCALED: _head(params, softmax(keys @ q) @ values),
+        SCALED_BY_D: _head(params, softmax(keys @ q / d) @ values),
+        NEW_KEY_LATE: _head(params, softmax(k_past @ q / np.sqrt(d)) @ v_past),
+        MASK_IN_DECODE: _head(params, values[0]),  # a (1, t) causal mask leaves only key 0 visible
+        IGNORES_CACHE: _head(params, v),  # attends over the new token alone
+    }
+
+
+def _t(a: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.ascontiguousarray(a, dtype=np.float64))
+
+
+def _matching(got: np.ndarray, variants: dict[str, np.ndarray]) -> list[str]:
+    """Every known mistake whose output `got` matches (several when they coincide on this input)."""
+    return [
+        name for name, wrong in variants.items() if got.shape == wrong.shape and close(_t(got), _t(wrong))
+    ]
+
+
+def _array(report: CheckReport, value: Any, what: str, shape: tuple[int, ...] | None = None) -> np.ndarray:
+    """A submission's value as a float ndarray; Mismatch with a clear message otherwise."""
+    if isinstance(value, torch.Tensor):
+        report.diagnose(NOT_NUMPY)
+        raise Mismatch(f"{what} is a torch tensor; this challenge is NumPy only, return an np.ndarray")
+    if not isinstance(value, np.ndarray):
+        raise Mismatch(f"{what} should be a NumPy array, got {type(value).__name__}")
+    if not np.issubdtype(value.dtype, np.floating):
+        raise Mismatch(f"{what} should hold floats, got dtype {value.dtype}")
+    if shape is not None and value.shape != shape:
+        raise Mismatch(f"{what} has shape {value.shape}, expected {shape}")
+    return value
+
+
+def _compare(
+    report: CheckReport,
+    got: np.ndarray,
+    want: np.ndarray,
+    what: str,
+    variants: dict[str, np.ndarray] | None = None,
+) -> None:
+    g, w = _t(got), _t(want)
+    if close(g, w):
+        return
+    message = explain_difference(g, w, what)
+    mistakes = _matching(got, variants or {})
+    if len(mistakes) == 1:  # several matches: this input cannot tell them apart, another test will
+        report.diagnose(mistakes[0])
+    if mistakes:
+        message += ". It looks like " + ", or ".join(mistakes)
+    raise Mismatch(message)
+
+
+def _require(session: Session, name: str, signature: str) -> None:
+    if not session.has(name):
+        raise Mismatch(f"define {signature} at the top level of your file")
+
+
+def _their_cache(session: Session, params: Params, tokens: list[int], ref: dict[str, np.ndarray]) -> Handle:
+    """A cache dict in the submission's process: its own prefill's dict (extra keys kept) with the
+    reference keys and values in it, or just those when its prefill cannot give one."""
+    extras: dict[str, Any] = {}
+    if session.has("prefill"):
+        try:
+            out = session.call("prefill", params, tokens)
+        except SubmissionError:
+            out = None
+        if isinstance(out, tuple | list) and len(out) == 2 and isinstance(out[0], dict):
+            extras = {key: value for key, value in out[0].items() if key not in ("k", "v")}
+    return session.new_dict({**extras, "k": ref["k"].copy(), "v": ref["v"].copy()})
+
+
+def _read_cache(report: CheckReport, session: Session, cache: Handle, rows: int, d: int) -> dict[str, Any]:
+    now = session.get(cache)
+    for key in ("k", "v"):
+        if key not in now:
+            raise Mismatch(f"after decode_step the cache has no {key!r} entry")
+        value = now[key]
+        if isinstance(value, np.ndarray) and value.ndim == 2 and value.shape[0] == rows - 1:
+            report.diagnose(NOT_APPENDED)
+            had = f"{rows - 1} row" + ("s" if rows > 2 else "")
+            raise Mismatch(f"cache[{key!r}] still has {had} after decode_step: {NOT_APPENDED}")
+        _array(report, value, f"cache[{key!r}] after decode_step", (rows, d))
+    return now
+
+
+class _Battery:
+    def __init__(self, session: Session, seed: int | None) -> None:
+        self.session = session
+        self.report = CheckReport()
+        self.rng = np.random.default_rng(seed)
+        self.vocab, self.d = int(self.rng.integers(16, 25)), int(self.rng.choice([8, 12, 16]))
+        self.params = _params(self.rng, self.vocab, self.d)
+
+    def tokens(self, n: int) -> list[int]:
+        return [int(t) for t in self.rng.integers(self.vocab, size=n)]
+
+    def test(self, name: str, body: Callable[[], None]) -> bool:
+        return run_test(self.report, name, body)
+
+    # prefill ------------------------------------------------------------------------------------
+
+    def prefill_matches(self, t: int) -> None:
+        _require(self.session, "prefill", "prefill(params, tokens)")
+        tokens = self.tokens(t)
+        out = self.session.call("prefill", self.params, tokens)
+        if not isinstance(out, tuple | list) or len(out) != 2:
+            raise Mismatch(f"prefill should return (cache, logits), got {type(out).__name__}")
+        cache, logits = out
+        if not isinstance(cache, dict):
+            raise Mismatch(f"prefill's cache should be a dict with 'k' and 'v', got {type(cache).__name__}")
+        want_cache, want_logits = prefill(self.params, tokens)
+        x = self.params["E"][tokens]
+        cache_variants = {
+            CACHE_QUERIES: x @ self.params["W_q"],
+            CACHE_EMBEDDINGS: x,
+        }
+        for key, other in (("k", "v"), ("v", "k")):
+            if key not in cache:
+                raise Mismatch(f"prefill's cache has no {key!r} entry (keys: {sorted(map(str, cache))})")
+            got = _array(self.report, cache[key], f"prefill's cache[{key!r}]", (t, self.d))
+            _compare(
+                self.report,
+                got,
+                want_cache[key],
+                f"cache[{key!r}]",
+                {
+                    **(cache_variants if key == "k" else {CACHE_EMBEDDINGS: x}),
+                    CACHE_SWAPPED: want_cache[other],
+                },
+            )
+        variants = _prefill_variants(self.params, tokens)
+        if isinstance(logits, np.ndarray) and logits.shape == (t, self.vocab) and t > 1:
+            if _matching(logits, {ALL_ROWS: variants[ALL_ROWS]}):
+                self.report.diagnose(ALL_ROWS)
+                raise Mismatch(
+                    f"prefill's logits have shape {logits.shape}, expected ({self.vocab},): {ALL_ROWS}"
+                )
+        got_logits = _array(self.report, logits, "prefill's logits", (self.vocab,))
+        _compare(self.report, got_logits, want_logits, "prefill's logit vector", variants)
+
+    # decode_step --------------------------------------------------------------------------------
+
+    def decode_matches(self, t: int, steps: int) -> None:
+        _require(self.session, "decode_step", "decode_step(params, token, cache)")
+        tokens = self.tokens(t)
+        ref, _ = prefill(self.params, tokens)
+        cache = _their_cache(self.session, self.params, tokens, ref)
+        for step in range(steps):
+            token = self.tokens(1)[0]
+            variants = _decode_variants(self.params, token, ref["k"], ref["v"])
+            want = decode_step(self.params, token, ref)
+            rows = t + step + 1
+            got = _array(
+                self.report,
+                self.session.call("decode_step", self.params, token, cache),
+                "decode_step's logits",
+                (self.vocab,),
+            )
+            _compare(
+                self.report,
+                got,
+                want,
+                f"decode step {step + 1} ({rows} cached rows): the logit vector",
+                variants,
+            )
+            now = _read_cache(self.report, self.session, cache, rows, self.d)
+            for key in ("k", "v"):
+                _compare(self.report, now[key], ref[key], f"cache[{key!r}] after decode step {step + 1}")
+
+    def decode_reads_cache(self, t: int) -> None:
+        _require(self.session, "decode_step", "decode_step(params, token, cache)")
+        tokens = self.tokens(t)
+        honest, _ = prefill(self.params, tokens)
+        token = self.tokens(1)[0]
+        want_honest = decode_step(self.params, token, {k: v.copy() for k, v in honest.items()})
+        for _ in range(10):
+            other, _ = prefill(self.params, self.tokens(t))  # keys and values of other tokens
+            corrupted = {"k": honest["k"] + other["k"], "v": honest["v"] - other["v"]}
+            want = decode_step(self.params, token, {k: v.copy() for k, v in corrupted.items()})
+            if not np.allclose(want, want_honest, rtol=1e-3, atol=1e-3):
+                break
+        cache = _their_cache(self.session, self.params, tokens, corrupted)
+        got = _array(
+            self.report,
+            self.session.call("decode_step", self.params, token, cache),
+            "decode_step's logits",
+            (self.vocab,),
+        )
+        if close(_t(got), _t(want)):
+            return
+        if close(_t(got), _t(want_honest)):
+            self.report.diagnose(IGNORES_CACHE)
+            raise Mismatch(
+                "the grader changed the rows of cache['k'] and cache['v'] before calling decode_step, "
+                f"but your logits are those of the unchanged cache: {IGNORES_CACHE}"
+            )
+        variants = _decode_variants(self.params, token, corrupted["k"], corrupted["v"])
+        _compare(self.report, got, want, "with a grader-modified cache, the logit vector", variants)
+
+    def interleaved(self) -> None:
+        _require(self.session, "decode_step", "decode_step(params, token, cache)")
+        seqs = []
+        for t in (2, 5):
+            tokens = self.tokens(t)
+            ref, _ = prefill(self.params, tokens)
+            seqs.append((ref, _their_cache(self.session, self.params, tokens, ref)))
+        for step in range(2):
+            for i, (ref, cache) in enumerate(seqs):
+                token = self.tokens(1)[0]
+                want = decode_step(self.params, token, ref)
+                got = _array(
+                    self.report,
+                    self.session.call("decode_step", self.params, token, cache),
+                    "decode_step's logits",
+                    (self.vocab,),
+                )
+                _compare(self.report, got, want, f"sequence {'AB'[i]}, step {step + 1}: the logit vector")
+
+    # generate_cached ----------------------------------------------------------------------------
+
+    def generates(self, prompt: list[int], n_new: int) -> None:
+        _require(self.session, ENTRY_POINT, "generate_cached(params, prompt, n_new)")
+        want = generate_cached(self.params, prompt, n_new)
+        got = self.session.call(ENTRY_POINT, self.params, prompt, n_new)
+        if isinstance(got, torch.Tensor):
+            self.report.diagnose(NOT_NUMPY)
+        if not isinstance(got, list):
+            raise Mismatch(f"generate_cached should return a list of ints, got {type(got).__name__}")
+        if not all(type(tok) is int for tok in got):
+            bad = next(tok for tok in got if type(tok) is not int)
+            raise Mismatch(f"generate_cached's list should hold ints, found {type(bad).__name__} {bad!r:.40}")
+        if got == want[len(prompt) :]:
+            self.report.diagnose(NO_PROMPT)
+            raise Mismatch(f"got only the {n_new} new tokens: {NO_PROMPT}")
+        if len(got) != len(want):
+            raise Mismatch(
+                f"got {len(got)} tokens, expected {len(want)}: "
+                f"the {len(prompt)} prompt tokens, then {n_new} new ones"
+            )
+        first = next((i for i, (a, b) in enumerate(zip(got, want, strict=True)) if a != b), None)
+        if first is not None:
+            where = "a prompt token" if first < len(prompt) else f"new token {first - len(prompt) + 1}"
+            raise Mismatch(
+                f"token {first} ({where}) is {got[first]}, expected {want[first]}; expected {want}, got {got}"
+            )
+
+
+def run(session: Session, seed: int | None = None) -> CheckReport:
+    """The battery; `seed` makes a run reproducible (tests), None draws fresh inputs (grading)."""
+    b = _Battery(session, seed)
+    for _ in range(20):  # keep the greedy choices far from ties, so rounding cannot flip a token
+        prompts = [(b.tokens(1), 7), (b.tokens(4), 6), (b.tokens(7), 5)]
+        if min(greedy_margin(b.params, p, n) for p, n in prompts) > 1e-6:
+            break
+        b.params = _params(b.rng, b.vocab, b.d)
+    V, d = b.vocab, b.d
+    t = int(b.rng.integers(3, 7))
+    b.test(
+        f"prefill over {t} tokens: cache k, v are ({t}, {d}), logits ({V},) for the last position",
+        partial(b.prefill_matches, t),
+    )
+    b.test("prefill over a 1-token prompt", partial(b.prefill_matches, 1))
+    ok = b.test(
+        f"decode_step x3 after a {t}-token prefill: appends one row to k and v, logits match",
+        partial(b.decode_matches, t, 3),
+    )
+    b.test("decode_step after a 1-token prompt", partial(b.decode_matches, 1, 2))
+    b.test(
+        "decode_step reads the past from the cache (a grader-modified cache changes the logits)",
+        partial(b.decode_reads_cache, t),
+    )
+    if not b.test("two sequences decoded in turn, each with its own cache", b.interleaved) and ok:
+        b.report.diagnose(HIDDEN_STATE)
+    for prompt, n_new in prompts:
+        b.test(
+            f"generate_cached(params, {prompt}, {n_new}) equals greedy decoding",
+            partial(b.generates, prompt, n_new),
+        )
+    return b.report
