@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from pathlib import Path
@@ -75,6 +76,8 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"refusing to start: {exc}", file=sys.stderr)
         return 1
     migrate()
+    # Our own loggers (kvprep.*, graders.*) print beside uvicorn's: start-up reports the sandbox layers.
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     uvicorn.run(
         "app.main:create_app",
         factory=True,

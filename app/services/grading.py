@@ -66,6 +66,17 @@ def grade_submission(engine: Engine, submission_id: str) -> None:
         session.commit()
 
 
+def log_isolation() -> None:
+    """Start the sandbox's fork server now and say which isolation layers are active, and why not."""
+    from graders.runner import warm_up
+
+    for layer, info in warm_up().items():
+        state = "active" if info.get("active") else "INACTIVE"
+        (log.info if info.get("active") else log.warning)(
+            "sandbox layer %-10s %s: %s", layer, state, info.get("detail", "")
+        )
+
+
 class _EmbeddedConsumer(Consumer):  # type: ignore[misc]
     """A huey consumer living inside the web process: the server owns the signals, not huey."""
 
@@ -101,9 +112,7 @@ class GradingQueue:
 
     def start_workers(self, workers: int) -> None:
         """Worker threads in this process; unfinished submissions from a previous run are queued again."""
-        from graders.runner import warm_up
-
-        warm_up()
+        log_isolation()
         if not self.settings.redis_url:
             self.huey.flush()
             with Session(self.engine) as session:
@@ -127,9 +136,7 @@ class GradingQueue:
 
     def run_worker(self, workers: int) -> None:
         """A standalone worker process (`kvprep worker`): huey's consumer with its signal handling."""
-        from graders.runner import warm_up
-
-        warm_up()
+        log_isolation()
         Consumer(self.huey, workers=workers, periodic=False, check_worker_health=True).run()
 
     def stop(self) -> None:
