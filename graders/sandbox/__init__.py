@@ -1,1 +1,58 @@
-"""Running untrusted submissions: the session protocol the checks drive, and its backends."""
+"""Running untrusted submissions: the session protocol the checks drive, and its backends.
+
+How a submission is run
+-----------------------
+The grader (graders/runner.py, in the web or worker process) holds the check and the
+reference. It asks a fork server (graders/sandbox/forkserver.py: a warm Python that has
+imported torch and numpy and nothing of ours but this package) for a child per submission,
+then drives that child over a socket with fresh random inputs; every result comes back as
+bytes the grader decodes and compares itself (graders/sandbox/wire.py, no pickle). The
+child is killed and reaped once the verdict is out.
+
+What it protects against
+------------------------
+- Forging a verdict. The child never holds the reference, the expected values or the
+  checks (the fork server never imports them, so they are not in the memory it forks), and
+  nothing it prints, returns, patches (torch.allclose, __eq__, tensor subclasses) or exits
+  with is trusted: the comparison happens in a process it never ran in.
+- Reading what it should not: Landlock lets it read only the Python installation
+  (stdlib, site-packages minus our own packages, shared libraries) and write only its own
+  temporary folder, so the project (graders/reference, questions/), the database, other
+  submissions' folders and /etc/shadow are out of reach; as root it also runs under a uid
+  of its own with no groups.
+- Starting processes, running programs, opening sockets (not even unix ones: a database's
+  socket file is reachable whatever the network namespace), ptrace and similar (seccomp, a
+  network namespace, Landlock's TCP rules); anything it might still have started dies with
+  it (it is PID 1 of its own PID namespace).
+- Exhausting the machine: wall clock (grader), CPU time, address space, file size, total
+  temp-folder size (a tmpfs), open files, processes, printed output and reply size are all
+  capped (graders/limits.py). Its output never reaches the grader's stdout.
+
+What it does not protect against
+--------------------------------
+- Kernel exploits: the layers are all Linux kernel features; a kernel bug reachable through
+  the allowed system calls (there are many: it is a full CPython with torch) defeats them.
+  Run the app in a VM or container for a second boundary.
+- Side channels (timing, cache) and CPU/memory-bandwidth contention with other submissions.
+- Reading public files inside the Python installation (that is where torch lives), and
+  learning its own inputs: checks must use fresh random inputs, never fixed secrets.
+- Degraded environments: each layer is best-effort. `describe_isolation()` (logged when the
+  fork server starts) says which are active and why the others are not; without Landlock
+  an unprivileged sandbox can read whatever the user can (/proc included), without a mount
+  namespace the temp folder has no total size cap, without seccomp it can connect to any
+  unix socket file its uid may open, and without seccomp and a PID namespace a detached
+  process could outlive the submission.
+- Memory outside its address space: files in its tmpfs (capped by disk_bytes) and up to
+  open_files memfds of file_size_bytes each are page cache, not RLIMIT_AS.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def describe_isolation() -> dict[str, dict[str, Any]]:
+    """{layer: {"active": bool, "detail": why}} for the fork server of this process (starts it)."""
+    from graders.sandbox.client import describe_isolation as describe
+
+    return describe()

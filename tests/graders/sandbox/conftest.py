@@ -1,0 +1,61 @@
+"""Fixtures for the sandbox tests: the fake challenge, and a check that nothing outlives a verdict."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from fake_challenge import FAKE_MODULE, FAKE_SLUG, fake_module
+
+import graders.checks
+from graders.limits import Limits
+from graders.runner import grade
+from graders.verdict import Result
+
+UID_BASE = 61000
+
+
+@pytest.fixture(autouse=True)
+def fake_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(graders.checks.CHALLENGE_MODULES, FAKE_SLUG, FAKE_MODULE)
+    monkeypatch.setitem(sys.modules, FAKE_MODULE, fake_module())
+
+
+def sandbox_processes() -> list[tuple[int, int, str]]:
+    """(pid, uid, name) of every process running as a sandbox uid."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:
+            continue
+        uid = int(fields.get("Uid", "0").split()[0])
+        if UID_BASE <= uid < UID_BASE + 1000:
+            found.append((int(entry), uid, fields.get("Name", "").strip()))
+    return found
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_running() -> Iterator[None]:
+    """After every test, no process may still run as a sandbox uid (as root, the sandbox's uids)."""
+    yield
+    if os.geteuid() != 0:
+        return
+    deadline = time.monotonic() + 2.0
+    while (left := sandbox_processes()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not left, f"processes outlived the verdict: {left}"
+
+
+@pytest.fixture
+def grade_code() -> Callable[..., Result]:
+    def run(code: str, **limits: float) -> Result:
+        return grade(FAKE_SLUG, code, Limits(**limits) if limits else None)  # type: ignore[arg-type]
+
+    return run

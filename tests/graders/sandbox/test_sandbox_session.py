@@ -1,0 +1,197 @@
+"""The sandbox session behaves like the in-process double the checks are unit-tested with."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from graders.limits import Limits
+from graders.sandbox.client import shared_client
+from graders.sandbox.inprocess import InProcessSession
+from graders.sandbox.session import Handle, LoadError, SubmissionError
+
+SUBMISSION = """
+import numpy as np
+import torch
+
+class Box:
+    def __init__(self, value):
+        self.value = value
+
+    def add(self, x):
+        self.value = self.value + x
+        return self.value
+
+def ident(x):
+    return x
+
+def scalars():
+    return np.float64(1.5), np.int64(3), np.bool_(True)
+
+def boom():
+    raise ValueError("bad input")
+
+def make_box(value):
+    return Box(value)
+
+def read(d, key):
+    return d[key]
+
+def scaled(a, *, scale=1):
+    return a * scale
+
+def mixed():
+    return {"box": Box(1), "t": torch.ones(2)}
+
+def chatty():
+    print("hello from the submission")
+    return 1
+"""
+
+VALUES: list[Any] = [
+    None,
+    True,
+    3,
+    -(2**70),
+    2.5,
+    float("inf"),
+    "text é",
+    [1, (2, 3), []],
+    (),
+    {"a": 1, 2: "b"},
+    torch.randn(3, 4),
+    torch.arange(6).reshape(2, 3),
+    torch.tensor([True, False]),
+    torch.randn(2, 3).to(torch.bfloat16),
+    torch.randn(4, 5).t(),  # not contiguous
+    torch.zeros(0, 3),
+    torch.tensor(1.25),
+    np.random.default_rng(0).standard_normal((2, 3)),
+    np.arange(5, dtype=np.int32),
+    np.array([True, False, True]),
+    {"k": torch.ones(2, 2), "v": [np.zeros(3)]},
+]
+
+
+def same(a: Any, b: Any) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, torch.Tensor):
+        return a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
+@pytest.fixture(params=["inprocess", "sandbox"])
+def session(request: pytest.FixtureRequest) -> Iterator[Any]:
+    if request.param == "inprocess":
+        yield InProcessSession(SUBMISSION)
+        return
+    session = shared_client().open(Limits())
+    try:
+        session.load(SUBMISSION)
+        yield session
+    finally:
+        session.close()
+
+
+def test_has_sees_top_level_names(session: Any) -> None:
+    assert session.has("ident") and session.has("Box")
+    assert not session.has("missing")
+
+
+@pytest.mark.parametrize("value", VALUES, ids=lambda v: type(v).__name__)
+def test_data_round_trips_unchanged(session: Any, value: Any) -> None:
+    assert same(session.call("ident", value), value)
+
+
+def test_results_are_copies(session: Any) -> None:
+    box = session.call("make_box", torch.zeros(3), keep=True)
+    first = session.call(box.add, torch.ones(3))
+    first += 100
+    assert torch.equal(session.call(box.add, torch.ones(3)), torch.full((3,), 2.0))
+
+
+def test_numpy_scalars_come_back_as_python_scalars(session: Any) -> None:
+    assert session.call("scalars") == (1.5, 3, True)
+    assert [type(v) for v in session.call("scalars")] == [float, int, bool]
+
+
+def test_a_raise_is_a_submission_error(session: Any) -> None:
+    with pytest.raises(SubmissionError) as info:
+        session.call("boom")
+    assert (info.value.type_name, info.value.message) == ("ValueError", "bad input")
+
+
+def test_objects_stay_behind_a_handle(session: Any) -> None:
+    box = session.call("make_box", 10)
+    assert isinstance(box, Handle)
+    assert session.call(box.add, 5) == 15
+    assert session.call(box.add, x=1) == 16
+
+
+def test_keep_returns_a_handle_even_for_data(session: Any) -> None:
+    kept = session.call("ident", torch.ones(2), keep=True)
+    assert isinstance(kept, Handle)
+    assert torch.equal(session.get(kept), torch.ones(2))
+
+
+def test_mixed_results_keep_only_what_is_not_data(session: Any) -> None:
+    result = session.call("mixed")
+    assert isinstance(result["box"], Handle) and torch.equal(result["t"], torch.ones(2))
+
+
+def test_dicts_live_in_the_submission(session: Any) -> None:
+    cache = session.new_dict({"k": torch.ones(2)})
+    session.setitem(cache, "v", torch.zeros(2))
+    assert torch.equal(session.call("read", cache, "v"), torch.zeros(2))
+    got = session.get(cache)
+    assert set(got) == {"k", "v"} and torch.equal(got["k"], torch.ones(2))
+
+
+def test_get_refuses_what_is_not_data(session: Any) -> None:
+    box = session.call("make_box", 1)
+    with pytest.raises(TypeError):
+        session.get(box)
+
+
+def test_keyword_arguments_pass_through(session: Any) -> None:
+    assert torch.equal(session.call("scaled", torch.ones(2), scale=3), torch.full((2,), 3.0))
+
+
+def test_output_is_captured(session: Any) -> None:
+    session.call("chatty")
+    assert "hello from the submission" in session.output()
+
+
+@pytest.mark.parametrize(
+    "code", ["def broken(:\n", "import not_a_module_anywhere\n", "raise RuntimeError('top')\n"]
+)
+def test_load_errors_name_the_problem_and_line(code: str) -> None:
+    with pytest.raises(LoadError) as inproc:
+        InProcessSession(code)
+    session = shared_client().open(Limits())
+    try:
+        with pytest.raises(LoadError) as sandboxed:
+            session.load(code)
+    finally:
+        session.close()
+    assert type(inproc.value) is type(sandboxed.value)
+    assert str(inproc.value).split(":")[0] == str(sandboxed.value).split(":")[0]
+    assert "line 1" in str(sandboxed.value)
+
+
+def test_bytes_written_to_stdout_buffer_are_captured_too() -> None:
+    with shared_client().open(Limits()) as session:
+        session.load("import sys\ndef shout():\n    sys.stdout.buffer.write(b'raw bytes')\n    return 1\n")
+        session.call("shout")
+        assert "raw bytes" in session.output()

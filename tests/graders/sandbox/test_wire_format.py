@@ -1,0 +1,113 @@
+"""The wire format: whatever a child sends, the grader decodes only allowed data, or refuses it."""
+
+from __future__ import annotations
+
+import re
+import socket
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from graders.sandbox import wire
+from graders.sandbox.session import Handle
+
+SANDBOX = Path(wire.__file__).parent
+
+
+def tensor_entry(**overrides: Any) -> dict[str, Any]:
+    return {"$": "tensor", "dtype": "float32", "shape": [2], "offset": 0, "nbytes": 8, **overrides}
+
+
+def test_values_round_trip() -> None:
+    value = {
+        "t": torch.randn(2, 3),
+        "a": np.arange(4),
+        "l": [1, 2.5, None, "x", (True,)],
+        "h": Handle(3, "f"),
+    }
+    header, parts = wire.encode(value)
+    payload = bytearray(b"".join(bytes(p) for p in parts))
+    back = wire.decode(header, payload)
+    assert torch.equal(back["t"], value["t"]) and np.array_equal(back["a"], value["a"])
+    assert back["l"] == [1, 2.5, None, "x", (True,)] and back["h"] == Handle(3, "f")
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        tensor_entry(dtype="object"),
+        tensor_entry(dtype="complex64"),
+        tensor_entry(shape=[3]),  # 12 bytes claimed by the shape, 8 by nbytes
+        tensor_entry(nbytes=16),  # past the end of the payload
+        tensor_entry(offset=-4),
+        tensor_entry(shape=[-1, -2]),
+        tensor_entry(shape="2"),
+        tensor_entry(shape=[1] * 40),
+        {"$": "ndarray", "dtype": "O", "shape": [1], "offset": 0, "nbytes": 8},
+        {"$": "pickle", "data": "gASVAAAAAAAAAAA="},
+        {"$": "dict", "items": [[[1], 2]]},
+        {"$": "handle", "id": "1"},
+        {"plain": "object"},
+        [1, 2],
+    ],
+)
+def test_malformed_values_are_refused(entry: Any) -> None:
+    with pytest.raises(wire.WireError):
+        wire.decode(entry, bytearray(8))
+
+
+def test_deep_nesting_is_refused() -> None:
+    value: Any = 1
+    for _ in range(100):
+        value = {"$": "list", "items": [value]}
+    with pytest.raises(wire.WireError):
+        wire.decode(value, bytearray())
+
+
+def test_bool_bytes_are_normalised() -> None:
+    payload = bytearray([0, 1, 2, 255])
+    t = wire.decode({"$": "tensor", "dtype": "bool", "shape": [4], "offset": 0, "nbytes": 4}, payload)
+    a = wire.decode({"$": "ndarray", "dtype": "bool", "shape": [4], "offset": 0, "nbytes": 4}, payload)
+    assert t.tolist() == [False, True, True, True] and a.tolist() == [False, True, True, True]
+    assert t.view(torch.uint8).tolist() == [0, 1, 1, 1]
+
+
+def test_decoded_tensors_are_fresh_writable_copies() -> None:
+    payload = bytearray(np.arange(2, dtype=np.float32).tobytes())
+    t = wire.decode(tensor_entry(), payload)
+    t += 1
+    assert payload == bytearray(np.arange(2, dtype=np.float32).tobytes())
+
+
+def test_the_grader_refuses_to_send_objects() -> None:
+    with pytest.raises(TypeError):
+        wire.encode(object())
+    with pytest.raises(TypeError):
+        wire.encode(torch.zeros(2, dtype=torch.complex64))
+
+
+def test_a_frame_over_the_cap_is_refused_before_it_is_read() -> None:
+    a, b = socket.socketpair()
+    with a, b:
+        wire.send_frame(a, {"ok": 1}, [memoryview(bytes(4096))])
+        with pytest.raises(wire.WireError):
+            wire.recv_frame(b, max_bytes=1024)
+
+
+def test_an_unreadable_header_is_refused() -> None:
+    a, b = socket.socketpair()
+    with a, b:
+        a.sendall(wire.PREFIX.pack(3, 0) + b"{{{")
+        with pytest.raises(wire.WireError):
+            wire.recv_frame(b, max_bytes=1024)
+
+
+def test_no_pickle_anywhere_in_the_sandbox() -> None:
+    forbidden = re.compile(
+        r"^\s*(import|from)\s+(pickle|cPickle|dill|marshal)\b|torch\.load\(|np\.load\(|allow_pickle", re.M
+    )
+    for path in SANDBOX.glob("*.py"):
+        assert not forbidden.search(path.read_text()), path
