@@ -32,18 +32,26 @@ BACKENDS = ["sqlite", "postgresql"]
 
 
 @pytest.fixture(scope="session")
-def _migrated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """Each backend migrated once per run, from an empty schema, through Alembic."""
+def _migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """Each backend migrated once per run, from an empty schema, through Alembic.
+
+    PostgreSQL gets a schema of its own per run (search_path), so two test runs on one
+    machine never drop each other's tables.
+    """
     urls = {"sqlite": f"sqlite:///{tmp_path_factory.mktemp('db') / 'test.sqlite3'}"}
-    engine = make_engine(POSTGRES_URL)
-    with engine.begin() as conn:
-        conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
-        conn.execute(text("CREATE SCHEMA public"))
-    engine.dispose()
-    urls["postgresql"] = POSTGRES_URL
+    schema = f"kvprep_test_{os.getpid()}"
+    admin = make_engine(POSTGRES_URL)
+    with admin.begin() as conn:
+        conn.execute(text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+        conn.execute(text(f"CREATE SCHEMA {schema}"))
+    separator = "&" if "?" in POSTGRES_URL else "?"
+    urls["postgresql"] = f"{POSTGRES_URL}{separator}options=-csearch_path%3D{schema}"
     for url in urls.values():
         migrate(url)
-    return urls
+    yield urls
+    with admin.begin() as conn:
+        conn.execute(text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+    admin.dispose()
 
 
 @pytest.fixture(params=BACKENDS)

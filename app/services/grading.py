@@ -19,6 +19,7 @@ from sqlmodel import Session, col, select
 
 from app.config import Settings
 from app.models import Submission, utcnow
+from graders.limits import Limits
 
 log = logging.getLogger("kvprep.grading")
 TASK_NAME = "kvprep.grade_submission"
@@ -33,7 +34,7 @@ def make_huey(settings: Settings) -> Huey:
     return SqliteHuey("kvprep", filename=str(settings.queue_file))
 
 
-def grade_submission(engine: Engine, submission_id: str) -> None:
+def grade_submission(engine: Engine, submission_id: str, limits: Limits | None = None) -> None:
     """Grade one stored submission and store its verdict. Never raises for a bad submission."""
     from graders.runner import grade
 
@@ -45,7 +46,7 @@ def grade_submission(engine: Engine, submission_id: str) -> None:
         session.commit()
         slug, code = submission.challenge, submission.code
     try:
-        result = grade(slug, code).to_json()
+        result = grade(slug, code, limits).to_json()
     except Exception:  # the grader's own failure must not leave the submission running forever
         log.exception("grader failed on submission %s", submission_id)
         result = {
@@ -66,11 +67,11 @@ def grade_submission(engine: Engine, submission_id: str) -> None:
         session.commit()
 
 
-def log_isolation() -> None:
+def log_isolation(limits: Limits) -> None:
     """Start the sandbox's fork server now and say which isolation layers are active, and why not."""
     from graders.runner import warm_up
 
-    for layer, info in warm_up().items():
+    for layer, info in warm_up(limits).items():
         state = "active" if info.get("active") else "INACTIVE"
         (log.info if info.get("active") else log.warning)(
             "sandbox layer %-10s %s: %s", layer, state, info.get("detail", "")
@@ -92,11 +93,11 @@ class GradingQueue:
     consumer: Consumer | None = None
 
     def __post_init__(self) -> None:
-        engine = self.engine
+        engine, limits = self.engine, self.settings.grader_limits()
 
         @self.huey.task(name=TASK_NAME)
         def _grade(submission_id: str) -> None:
-            grade_submission(engine, submission_id)
+            grade_submission(engine, submission_id, limits)
 
         self._task = _grade
 
@@ -112,7 +113,7 @@ class GradingQueue:
 
     def start_workers(self, workers: int) -> None:
         """Worker threads in this process; unfinished submissions from a previous run are queued again."""
-        log_isolation()
+        log_isolation(self.settings.grader_limits())
         if not self.settings.redis_url:
             self.huey.flush()
             with Session(self.engine) as session:
@@ -136,7 +137,7 @@ class GradingQueue:
 
     def run_worker(self, workers: int) -> None:
         """A standalone worker process (`kvprep worker`): huey's consumer with its signal handling."""
-        log_isolation()
+        log_isolation(self.settings.grader_limits())
         Consumer(self.huey, workers=workers, periodic=False, check_worker_health=True).run()
 
     def stop(self) -> None:
@@ -146,4 +147,9 @@ class GradingQueue:
 
 
 def build_queue(settings: Settings, engine: Engine) -> GradingQueue:
+    # The checks run torch in this process beside the sandbox's children on few cores:
+    # one thread each, set before torch's first op (two 2-thread torch processes collapse).
+    import torch
+
+    torch.set_num_threads(1)
     return GradingQueue(make_huey(settings), engine, settings)
