@@ -13,6 +13,8 @@ from typing import Literal
 from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from graders.limits import Limits
+
 ROOT = Path(__file__).resolve().parent.parent
 DEV_SECRET = "dev-only-secret-change-me"
 
@@ -58,6 +60,53 @@ class Settings(BaseSettings):
     max_code_bytes: int = 64 * 1024
     # Submissions per user per minute before 429 with Retry-After.
     submissions_per_minute: int = 30
+    # The sandbox's limits for one submission (graders/limits.py documents how each is enforced):
+    # wall clock and CPU seconds, memory, and how much it may print (CONTRACT.md defaults).
+    grade_wall_seconds: float = 10.0
+    grade_cpu_seconds: int = 10
+    grade_memory_mib: int = 2048
+    grade_output_kib: int = 1024
+
+    def grader_limits(self) -> Limits:
+        """The sandbox limits these settings describe; one child per grading worker thread."""
+        return Limits(
+            wall_seconds=self.grade_wall_seconds,
+            cpu_seconds=self.grade_cpu_seconds,
+            memory_bytes=self.grade_memory_mib * 2**20,
+            output_bytes=self.grade_output_kib * 2**10,
+            worker_slots=max(1, self.grading_workers),
+        )
+
+    # Accounts: login attempts per minute, counted per client address and per email (429 beyond).
+    login_attempts_per_minute: int = 10
+    # Sign-ups per hour per client address: each one costs an argon2 hash and a row.
+    signups_per_hour: int = 20
+    # Shortest password accepted (NIST SP 800-63B asks for at least 8); longest, to bound hashing work.
+    password_min_length: int = 8
+    password_max_length: int = 256
+    # argon2id cost (pwdlib/argon2-cffi defaults: RFC 9106's low-memory profile); tests turn it down.
+    argon2_time_cost: int = 3
+    argon2_memory_kib: int = 65536
+
+    # FSRS: the probability of recall each review is scheduled for, unless a user sets their own.
+    desired_retention: float = Field(default=0.9, ge=0.7, le=0.99)
+    # Randomise intervals a little (FSRS fuzz) so cards learned together do not all come due together.
+    fsrs_fuzzing: bool = True
+    # New cards a day counted as due (like Anki's default); more when an interview date needs them.
+    new_cards_per_day: int = 10
+    # The largest quiz a user may start.
+    quiz_max_size: int = 50
+
+    # Mock interviews: the longest custom length (minutes); real interview loops rarely run past two hours.
+    mock_max_minutes: int = 120
+    # Planning figures for how many questions fit: an answer and its follow-up take about four minutes,
+    # the coding problem about fifteen (at most half of a short mock).
+    mock_minutes_per_question: float = 4.0
+    mock_challenge_minutes: float = 15.0
+    # The most card questions one mock asks, however long it is.
+    mock_max_questions: int = 12
+    # Longest typed answer kept (characters): a spoken answer is a few paragraphs.
+    mock_answer_max_chars: int = 5000
 
     @model_validator(mode="after")
     def _refuse_default_secret(self) -> Settings:
