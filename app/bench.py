@@ -48,18 +48,25 @@ class Client:
         self.conn.request(method, path, body=payload, headers=headers)
         response = self.conn.getresponse()
         data = response.read()
+        if response.status >= 500:
+            raise RuntimeError(f"{method} {path}: HTTP {response.status}: {data[:200]!r}")
         cookie = response.getheader("set-cookie")
         if cookie:
             self.cookie = cookie.split(";", 1)[0]
         return response.status, json.loads(data) if data else {}
 
-    def submit_and_wait(self, slug: str, code: str, poll_s: float = 0.002) -> tuple[float, str]:
+    def submit_and_wait(
+        self, slug: str, code: str, poll_s: float = 0.01, backoff: float = 1.0
+    ) -> tuple[float, str]:
+        """POST, then poll until the verdict is out; the delay grows by `backoff` up to 1 s."""
         start = time.perf_counter()
         status, body = self.request("POST", f"/api/challenges/{slug}/submissions", {"code": code})
         if status != 202:
             raise RuntimeError(f"submission refused: {status} {body}")
+        delay = poll_s
         while body.get("status") != "done":
-            time.sleep(poll_s)
+            time.sleep(delay)
+            delay = min(delay * backoff, 1.0)
             _, body = self.request("GET", f"/api/submissions/{body['id']}")
         return time.perf_counter() - start, str(body["verdict"])
 
@@ -123,7 +130,8 @@ def run(base: str, n_sequential: int, n_burst: int, baseline_runs: int) -> dict[
     lock = threading.Lock()
 
     def one() -> None:
-        _, verdict = Client(base).submit_and_wait("decode-step", code, poll_s=0.05)
+        # Like the browser's page: 50 ms, then 1.5 times longer each poll, up to 1 s.
+        _, verdict = Client(base).submit_and_wait("decode-step", code, poll_s=0.05, backoff=1.5)
         with lock:
             verdicts.append(verdict)
 
@@ -161,6 +169,10 @@ def main(argv: list[str]) -> int:
             proc, base = start_server(Path(tmp))
         try:
             figures = run(base, args.n, args.burst, args.baseline_runs)
+        except Exception:
+            if proc is not None:
+                print((Path(tmp) / "server.log").read_text()[-4000:], file=sys.stderr)
+            raise
         finally:
             if proc is not None:
                 proc.terminate()

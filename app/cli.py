@@ -78,6 +78,7 @@ def _serve(args: argparse.Namespace) -> int:
     migrate()
     # Our own loggers (kvprep.*, graders.*) print beside uvicorn's: start-up reports the sandbox layers.
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
+    logging.getLogger("huey").setLevel(logging.WARNING)  # one line per task drowns the access log
     uvicorn.run(
         "app.main:create_app",
         factory=True,

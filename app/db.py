@@ -15,12 +15,23 @@ from sqlmodel import Session, create_engine
 from app.config import ROOT, get_settings
 
 
+# Pool size above the server's thread pool (anyio's 40 threads) plus grading threads: a sync
+# request whose session teardown waits for a thread while every thread waits for a connection
+# would otherwise deadlock until the pool's timeout.
+POOL_SIZE, POOL_OVERFLOW = 10, 50
+
+
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         path = url.removeprefix("sqlite:///")
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": 30},
+            pool_size=POOL_SIZE,
+            max_overflow=POOL_OVERFLOW,
+        )
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
@@ -32,7 +43,7 @@ def make_engine(url: str) -> Engine:
             cur.close()
 
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    return create_engine(url, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW)
 
 
 @lru_cache
