@@ -14,7 +14,6 @@ from sqlmodel import Session, create_engine
 
 from app.config import ROOT, get_settings
 
-
 # Pool size above the server's thread pool (anyio's 40 threads) plus grading threads: a sync
 # request whose session teardown waits for a thread while every thread waits for a connection
 # would otherwise deadlock until the pool's timeout.
