@@ -63,6 +63,7 @@ class SandboxSession:
         limits: Limits,
         deadline: float,
         release: Any,
+        spare: bool = False,
     ) -> None:
         self.conn = conn
         self.sock = sock
@@ -71,6 +72,7 @@ class SandboxSession:
         self.limits = limits
         self.deadline = deadline
         self._release = release
+        self.spare = spare  # the child was forked and isolated ahead of this request
         self._exit: dict[str, Any] | None = None
         self._failure: LimitExceeded | None = None
         self._final_output: str | None = None
@@ -287,8 +289,10 @@ class ForkServerClient:
         disable: Iterable[str] = (),
         protect: Iterable[str] = (),
         uid_base: int = 61000,
+        spares: int | None = None,
     ) -> None:
         self.worker_slots = worker_slots
+        self.spares = worker_slots if spares is None else spares
         self.disable = sorted(set(disable))
         self.protect = [PROJECT_ROOT, *protect]
         self.uid_base = uid_base
@@ -323,7 +327,7 @@ class ForkServerClient:
         cmd = [
             sys.executable, "-s", "-m", "graders.sandbox.forkserver",
             "--socket", self.socket_path, "--work", self._work, "--hide", self._dir,
-            "--uid-base", str(self.uid_base),
+            "--uid-base", str(self.uid_base), "--spares", str(self.spares),
         ]  # fmt: skip
         for path in self.protect:
             cmd += ["--protect", path]
@@ -423,6 +427,16 @@ class ForkServerClient:
             raise ConnectionError("the fork server closed the connection")
         return conn, json.loads(data), fds
 
+    def stats(self) -> dict[str, Any]:
+        """The server's counters: spares_used, forked_on_demand, spares_ready (their pids)."""
+        self.ensure_started()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as conn:
+            conn.settimeout(10.0)
+            conn.connect(self.socket_path)
+            conn.send(b'{"op": "stats"}')
+            reply: dict[str, Any] = json.loads(conn.recv(1 << 16))
+        return reply
+
     def open(self, limits: Limits | None = None) -> SandboxSession:
         """A fresh child for one submission. Waits for a free worker slot; the wall clock starts after."""
         limits = limits or Limits()
@@ -447,7 +461,16 @@ class ForkServerClient:
             raise
         sock = socket.socket(fileno=fds[0])
         deadline = time.monotonic() + limits.wall_seconds
-        return SandboxSession(conn, sock, fds[1], int(reply["pid"]), limits, deadline, self._slots.release)
+        return SandboxSession(
+            conn,
+            sock,
+            fds[1],
+            int(reply["pid"]),
+            limits,
+            deadline,
+            self._slots.release,
+            bool(reply.get("spare")),
+        )
 
 
 # --- the process-wide client -----------------------------------------------------------------
@@ -459,13 +482,19 @@ _shared_lock = threading.Lock()
 def shared_client(worker_slots: int | None = None) -> ForkServerClient:
     """The one client of this process, created on first use.
 
-    KVPREP_SANDBOX_DISABLE=layer,layer turns layers off (for debugging a degraded host).
+    KVPREP_SANDBOX_DISABLE=layer,layer turns layers off (for debugging a degraded host);
+    KVPREP_SANDBOX_SPARES=N keeps N spares ready instead of one per worker slot (0: fork on demand).
     """
     global _shared
     with _shared_lock:
         if _shared is None:
             disable = [x for x in os.environ.get("KVPREP_SANDBOX_DISABLE", "").split(",") if x]
-            _shared = ForkServerClient(worker_slots=worker_slots or Limits().worker_slots, disable=disable)
+            spares = os.environ.get("KVPREP_SANDBOX_SPARES", "").strip()
+            _shared = ForkServerClient(
+                worker_slots=worker_slots or Limits().worker_slots,
+                disable=disable,
+                spares=int(spares) if spares.isdigit() else None,
+            )
         return _shared
 
 

@@ -4,6 +4,7 @@ Started by the grader (graders/sandbox/client.py) as
 
     python -m graders.sandbox.forkserver --socket DIR/control.sock --work WORKDIR [--hide DIR]...
                                          [--protect DIR]... [--uid-base N] [--disable LAYER]...
+                                         [--spares N]
 
 with a scrubbed environment (OMP_NUM_THREADS=1) in a private 0700 folder. It imports only
 torch, numpy, the stdlib and graders.sandbox's own modules (never graders.checks,
@@ -19,7 +20,14 @@ help forge a verdict), sets torch to one thread before any torch op, warms torch
    the child directly (graders/sandbox/runtime.py). `{"op": "kill"}` or closing the
    connection kills the child; when it has exited the server sends
    `{"event": "exit", "code", "signal", "cpu", "killed"}` and frees its worker slot;
-3. exits, killing every child, when its stdin reaches EOF (the grader went away) or on SIGTERM.
+3. keeps `--spares N` children forked ahead (one per worker slot): each enters every layer
+   (its own uid, namespaces, rlimits, Landlock, seccomp, a fresh temp folder), sends
+   `{"ready": true}` on its socket, which the server still holds, then waits for its first
+   request. A spawn takes a ready spare forked with the same limits (its server-side clock
+   starts then; RLIMIT_CPU only counts CPU used) and a new spare is forked right away; a
+   spare is handed out once, never reused. A dead, failed or stale-limits spare is dropped
+   and the child is forked on demand;
+4. exits, killing every child, when its stdin reaches EOF (the grader went away) or on SIGTERM.
 
 As an ordinary user it first moves into a user namespace (and a PID namespace of its own,
 whose PID 1 it is), so that it may create namespaces for its children; as root it does
@@ -31,7 +39,9 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import math
 import os
+import select
 import selectors
 import shutil
 import signal
@@ -50,6 +60,8 @@ from graders.sandbox.isolation import LayerStatus, Plan
 DEFAULT_LIMITS = Limits().to_dict()
 EXIT_SETUP_FAILED = 70
 KILL_GRACE_S = 5.0  # the server's own backstop, past the grader's wall clock
+SPARE_WAIT_S = 2.0  # how long a request waits for a spare still entering its layers
+MAX_SPARE_FAILURES = 3  # spares dying before use this many times in a row: stop making them
 CHILD_ENV_KEEP = ("LANG", "LC_ALL")
 PREIMPORT = (
     "math cmath random typing dataclasses functools itertools collections collections.abc heapq "
@@ -68,6 +80,7 @@ class ChildSpec:
     out_fd: int
     limits: dict[str, Any]
     server_pid: int
+    spare: bool = False
 
 
 @dataclass
@@ -79,6 +92,11 @@ class Child:
     deadline: float
     conn: socket.socket | None
     killed: str | None = None
+    # A spare (forked ahead of a request): the server holds the grader's ends until hand-out.
+    spare: bool = False
+    sock: socket.socket | None = None
+    out_fd: int | None = None
+    ready: bool = False
 
 
 # --- inside the child ------------------------------------------------------------------------
@@ -216,6 +234,8 @@ def _child_main(plan: Plan, spec: ChildSpec, probe: bool) -> None:
         failures = _enter(plan, spec, probe=probe)
         os.environ["HOME"] = os.environ["TMPDIR"] = spec.workdir
         tempfile.tempdir = spec.workdir
+        if spec.spare:  # fully isolated: tell the server, then wait for a grader's first request
+            wire.send_frame(sock, {"ready": True})
     except Exception as exc:  # noqa: BLE001 - report the failure to the grader, then leave
         wire.send_frame(sock, {"setup_error": f"{type(exc).__name__}: {exc}"})
         os._exit(EXIT_SETUP_FAILED)
@@ -235,7 +255,7 @@ def _child_main(plan: Plan, spec: ChildSpec, probe: bool) -> None:
 
 
 class ForkServer:
-    def __init__(self, plan: Plan, socket_path: str, work_root: str) -> None:
+    def __init__(self, plan: Plan, socket_path: str, work_root: str, spares: int = 0) -> None:
         self.plan = plan
         self.work_root = work_root
         self.socket_path = socket_path
@@ -248,10 +268,17 @@ class ForkServer:
         self.own_pidns = os.open("/proc/self/ns/pid", os.O_RDONLY)
         self.pid = os.getpid()
         self.listener: socket.socket | None = None
+        self.spare_target = spares
+        self.spares: list[Child] = []
+        self.spare_limits: dict[str, Any] = dict(DEFAULT_LIMITS)
+        self.spare_failures = 0
+        self.stats = {"spares_used": 0, "forked_on_demand": 0}
 
     # -- spawning ---------------------------------------------------------------------------
 
-    def _fork(self, limits: dict[str, Any], *, probe: bool) -> tuple[Child, socket.socket, int]:
+    def _fork(
+        self, limits: dict[str, Any], *, probe: bool, spare: bool = False
+    ) -> tuple[Child, socket.socket, int]:
         slot = min(set(range(len(self.slots) + 1)) - self.slots)
         if self.plan.root:
             uid = gid = self.plan.uid_base + slot
@@ -275,14 +302,15 @@ class ForkServer:
             raise
         if pid == 0:
             try:
-                spec = ChildSpec(slot, uid, gid, workdir, theirs.fileno(), out_fd, limits, self.pid)
+                spec = ChildSpec(slot, uid, gid, workdir, theirs.fileno(), out_fd, limits, self.pid, spare)
                 _child_main(self.plan, spec, probe)
             finally:
                 os._exit(EXIT_SETUP_FAILED)
         theirs.close()
         self.slots.add(slot)
-        deadline = time.monotonic() + float(limits["wall_seconds"]) + KILL_GRACE_S
-        child = Child(pid, os.pidfd_open(pid), slot, workdir, deadline, None)
+        # A spare's clock starts when it is handed out (_take_spare), not now.
+        deadline = math.inf if spare else time.monotonic() + float(limits["wall_seconds"]) + KILL_GRACE_S
+        child = Child(pid, os.pidfd_open(pid), slot, workdir, deadline, None, spare=spare)
         self.children[pid] = child
         return child, ours, out_fd
 
@@ -398,6 +426,12 @@ class ForkServer:
                 self._kill(child, "grader")
         elif op == "describe":
             self._send(conn, {"ok": True, "isolation": self.plan.describe()})
+        elif op == "stats":
+            spares = {
+                "spares_ready": [c.pid for c in self.spares if c.ready],
+                "spare_target": self.spare_target,
+            }
+            self._send(conn, {"ok": True, **self.stats, **spares})
         else:
             self._send(conn, {"ok": False, "error": f"unknown op {op!r}"})
 
@@ -410,16 +444,98 @@ class ForkServer:
             for key, value in limits.items():
                 if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
                     raise ValueError(f"bad limit {key}={value!r}")
-            child, sock, out_fd = self._fork(limits, probe=False)
+            child = self._take_spare(limits)
+            if child is None:
+                child, sock, out_fd = self._fork(limits, probe=False)
+                self.sel.register(child.pidfd, selectors.EVENT_READ, ("exit", child))
+                self.stats["forked_on_demand"] += 1
+            else:
+                assert child.sock is not None and child.out_fd is not None
+                sock, out_fd, child.sock, child.out_fd = child.sock, child.out_fd, None, None
+                self.stats["spares_used"] += 1
         except (OSError, ValueError) as exc:
             self._send(conn, {"ok": False, "error": f"{type(exc).__name__}: {exc}"})
             return
         child.conn = conn
         self.by_conn[conn.fileno()] = child
-        self.sel.register(child.pidfd, selectors.EVENT_READ, ("exit", child))
-        self._send(conn, {"ok": True, "pid": child.pid}, [sock.fileno(), out_fd])
+        self.spare_failures = 0  # spares that kept dying are tried again after each request
+        self._send(conn, {"ok": True, "pid": child.pid, "spare": child.spare}, [sock.fileno(), out_fd])
         sock.close()
         os.close(out_fd)
+
+    # -- spares: children forked and isolated ahead of the request that takes them -------------
+
+    def _replenish(self) -> None:
+        """Fork spares until there are spare_target of them (alive, ready or getting ready)."""
+        while (
+            not self.stopping
+            and len(self.spares) < self.spare_target
+            and self.spare_failures < MAX_SPARE_FAILURES
+        ):
+            try:
+                child, sock, out_fd = self._fork(self.spare_limits, probe=False, spare=True)
+            except OSError:
+                self.spare_failures += 1
+                return
+            child.sock, child.out_fd = sock, out_fd
+            self.spares.append(child)
+            self.sel.register(child.pidfd, selectors.EVENT_READ, ("exit", child))
+            self.sel.register(sock, selectors.EVENT_READ, ("ready", child))
+
+    def _on_ready(self, child: Child, timeout: float = 1.0) -> bool:
+        """Read a spare's first message: {"ready": true} once every layer is on; else discard it."""
+        assert child.sock is not None
+        try:
+            self.sel.unregister(child.sock)
+        except (KeyError, ValueError):
+            pass
+        from graders.sandbox import wire
+
+        try:
+            message, _ = wire.recv_frame(child.sock, max_bytes=1 << 16, deadline=time.monotonic() + timeout)
+            child.sock.settimeout(None)
+        except (OSError, EOFError, ValueError, wire.WireError):
+            message = None
+        if message == {"ready": True}:
+            child.ready = True
+            return True
+        self.spare_failures += 1
+        self._discard_spare(child, "spare setup failed")
+        return False
+
+    def _discard_spare(self, child: Child, reason: str, *, kill: bool = True) -> None:
+        if child in self.spares:
+            self.spares.remove(child)
+        if child.sock is not None:
+            try:
+                self.sel.unregister(child.sock)
+            except (KeyError, ValueError):
+                pass
+            child.sock.close()
+            child.sock = None
+        if child.out_fd is not None:
+            os.close(child.out_fd)
+            child.out_fd = None
+        if kill:
+            self._kill(child, reason)  # reaped through its pidfd like any child
+
+    def _take_spare(self, limits: dict[str, Any]) -> Child | None:
+        """A ready, live spare forked with these limits, its clock started; None: fork on demand."""
+        if limits != self.spare_limits:  # the next spares get the limits requests now use
+            for child in list(self.spares):
+                self._discard_spare(child, "stale limits")
+            self.spare_limits = dict(limits)
+            return None
+        while self.spares:
+            child = self.spares.pop(0)
+            if not child.ready and not self._on_ready(child, SPARE_WAIT_S):
+                continue
+            if child.killed is not None or select.select([child.pidfd], [], [], 0)[0]:
+                self._discard_spare(child, child.killed or "spare died")  # exited since it was ready
+                continue
+            child.deadline = time.monotonic() + float(limits["wall_seconds"]) + KILL_GRACE_S
+            return child
+        return None
 
     def _kill(self, child: Child, reason: str) -> None:
         if child.killed is None:
@@ -462,6 +578,10 @@ class ForkServer:
         if child.conn is not None:
             self._send(child.conn, event)
             self.by_conn.pop(child.conn.fileno(), None)
+        if child.spare and (child in self.spares or child.sock is not None):  # died before hand-out
+            if child.killed is None:
+                self.spare_failures += 1
+            self._discard_spare(child, child.killed or "spare died", kill=False)  # already reaped
         try:
             self.sel.unregister(child.pidfd)
         except (KeyError, ValueError):
@@ -505,6 +625,7 @@ class ForkServer:
         self.sel.register(self.listener, selectors.EVENT_READ, ("accept", None))
         self.sel.register(0, selectors.EVENT_READ, ("stdin", None))
         while not self.stopping:
+            self._replenish()  # at start, and right after a request took a spare
             now = time.monotonic()
             timeout = min((c.deadline - now for c in self.children.values()), default=1.0)
             for key, _ in self.sel.select(max(0.0, min(timeout, 1.0))):
@@ -515,6 +636,9 @@ class ForkServer:
                     self._on_conn(obj)
                 elif kind == "exit":
                     self._reap(obj)
+                elif kind == "ready":
+                    if obj in self.spares and obj.sock is not None and not obj.ready:
+                        self._on_ready(obj)
                 elif kind == "stdin":
                     if not os.read(0, 4096):
                         self.stopping = True
@@ -525,6 +649,9 @@ class ForkServer:
             self._reap_orphans()
 
     def shutdown(self) -> None:
+        self.stopping = True
+        for child in list(self.spares):
+            self._discard_spare(child, "shutdown")
         for child in list(self.children.values()):
             self._kill(child, "shutdown")
         for child in list(self.children.values()):
@@ -575,6 +702,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--protect", action="append", default=[], help="never readable by children")
     parser.add_argument("--uid-base", type=int, default=61000)
     parser.add_argument("--disable", action="append", default=[], choices=iso.LAYERS)
+    parser.add_argument("--spares", type=int, default=0, help="children kept forked and isolated ahead")
     return parser.parse_args(argv)
 
 
@@ -628,7 +756,7 @@ def main(argv: list[str] | None = None) -> int:
         iso.prctl(iso.PR_SET_CHILD_SUBREAPER, 1)
     except OSError:
         pass
-    server = ForkServer(plan, args.socket, args.work)
+    server = ForkServer(plan, args.socket, args.work, max(0, args.spares))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
