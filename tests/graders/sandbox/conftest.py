@@ -24,8 +24,36 @@ def fake_check(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, FAKE_MODULE, fake_module())
 
 
+def _parent(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _is_fork_server(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"graders.sandbox.forkserver" in f.read()
+    except OSError:
+        return False
+
+
+def belongs_to_another_run(pid: int) -> bool:
+    """Under a fork server that this test process did not start (a dev server, another test run)."""
+    me = os.getpid()
+    while pid > 1:
+        pid = _parent(pid)
+        if pid == me:
+            return False
+        if pid > 1 and _is_fork_server(pid) and _parent(pid) != me:
+            return True
+    return False  # an orphan: it escaped its sandbox, whoever started it
+
+
 def sandbox_processes() -> list[tuple[int, int, str]]:
-    """(pid, uid, name) of every process running as a sandbox uid."""
+    """(pid, uid, name) of every process running as a sandbox uid, but other runs' children."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -36,7 +64,7 @@ def sandbox_processes() -> list[tuple[int, int, str]]:
         except OSError:
             continue
         uid = int(fields.get("Uid", "0").split()[0])
-        if UID_BASE <= uid < UID_BASE + 1000:
+        if UID_BASE <= uid < UID_BASE + 1000 and not belongs_to_another_run(int(entry)):
             found.append((int(entry), uid, fields.get("Name", "").strip()))
     return found
 
