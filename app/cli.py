@@ -102,7 +102,10 @@ def _worker(args: argparse.Namespace) -> int:
             "kvprep worker needs REDIS_URL: the embedded queue is served by the app itself", file=sys.stderr
         )
         return 2
-    build_queue(settings, get_engine()).run_worker(args.threads)
+    from app.content.catalog import load_catalog
+
+    topics = {c.slug: c.meta.topics for c in load_catalog(settings.content_root).challenges}
+    build_queue(settings, get_engine(), topics).run_worker(args.threads)
     return 0
 
 

@@ -18,14 +18,22 @@ from app.config import ROOT, Settings, get_settings
 from app.content.catalog import load_catalog
 from app.db import get_engine, make_engine
 from app.middleware import BodySizeLimit
-from app.routes import cards, challenges, home, submissions, topics
+from app.routes import account, auth, cards, challenges, home, mock, progress, quiz, submissions, topics
 from app.services.content_sync import sync_bank
 from app.services.grading import build_queue
 from app.services.ratelimit import RateLimiter
-from app.sessions import GuestSessionMiddleware
+from app.sessions import GuestSessionMiddleware, csrf_token, pop_flashes, signed_in_email
 from app.web import templates
 
 log = logging.getLogger("kvprep")
+
+# Helpers every page may call: the header's account links, CSRF tokens for forms, flashes, the due count.
+templates.env.globals.update(
+    csrf_token=csrf_token,
+    signed_in_email=signed_in_email,
+    pop_flashes=pop_flashes,
+    due_today=progress.home_due_today,
+)
 
 
 def _wants_html(request: Request) -> bool:
@@ -50,7 +58,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 with Session(app.state.engine) as session:
                     report = sync_bank(session=session, bank=app.state.catalog.bank)
                     log.info("question bank synced: %s", report)
-            app.state.grading = build_queue(settings, app.state.engine)
+            app.state.grading = build_queue(
+                settings, app.state.engine, {c.slug: c.meta.topics for c in app.state.catalog.challenges}
+            )
             if settings.grading_workers > 0:
                 app.state.grading.start_workers(settings.grading_workers)
             yield
@@ -64,6 +74,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.submit_limiter = RateLimiter(
         f"{settings.submissions_per_minute}/minute", settings.redis_url or "memory://"
     )
+    limits_storage = settings.redis_url or "memory://"
+    app.state.login_limiter = RateLimiter(f"{settings.login_attempts_per_minute}/minute", limits_storage)
+    app.state.signup_limiter = RateLimiter(f"{settings.signups_per_hour}/hour", limits_storage)
     app.state.engine = get_engine() if settings is get_settings() else make_engine(settings.database_url)
     app.add_middleware(GuestSessionMiddleware)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
@@ -98,4 +111,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(challenges.pages)
     app.include_router(challenges.router)
     app.include_router(submissions.router)
+    app.include_router(auth.pages)
+    app.include_router(auth.router)
+    app.include_router(quiz.pages)
+    app.include_router(quiz.router)
+    app.include_router(progress.pages)
+    app.include_router(progress.router)
+    app.include_router(account.pages)
+    app.include_router(account.router)
+    app.include_router(mock.pages)
+    app.include_router(mock.router)
     return app

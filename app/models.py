@@ -6,10 +6,10 @@ source of truth and the row is what pages, search and progress point at.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, Text
+from sqlalchemy import JSON, Column, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -70,11 +70,24 @@ class CardPage(SQLModel):
     page_size: int
 
 
-# A person: a guest (known by a random session token) or, later, an account.
+# A person: a guest (known by a random session token) or an account (email and password).
 class User(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     guest_token: str | None = Field(default=None, unique=True, index=True, max_length=64)
+    # Lower-cased; None for a guest.
+    email: str | None = Field(default=None, unique=True, index=True, max_length=254)
+    # pwdlib's argon2id hash; None for a guest.
+    password_hash: str | None = Field(default=None, max_length=255)
+    # FSRS's target probability of recall; None means the app's default (Settings.desired_retention).
+    desired_retention: float | None = None
+    # Every card is shown at least once before this day; reviews are never scheduled past it.
+    interview_date: date | None = None
     created_at: datetime = Field(default_factory=utcnow)
+    last_login_at: datetime | None = None
+
+    @property
+    def is_guest(self) -> bool:
+        return self.email is None
 
 
 # A graded attempt at a challenge; `result` is the verdict JSON of CONTRACT.md.
@@ -88,3 +101,113 @@ class Submission(SQLModel, table=True):
     result: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     created_at: datetime = Field(default_factory=utcnow, index=True)
     finished_at: datetime | None = None
+
+
+# A user's FSRS memory of one card (fsrs.Card's fields): what the scheduler needs for the next due date.
+class CardProgress(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("user_id", "card_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="user.id", index=True)
+    card_id: str = Field(foreign_key="card.id", max_length=80)
+    state: int = 1  # fsrs.State: 1 learning, 2 review, 3 relearning
+    step: int | None = 0
+    stability: float | None = None
+    difficulty: float | None = None
+    due: datetime = Field(default_factory=utcnow, index=True)
+    last_review: datetime | None = None
+    reps: int = 0
+    lapses: int = 0
+
+
+# One quiz: how its cards were chosen, and when it was finished.
+class QuizSession(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="user.id", index=True)
+    mode: str = Field(max_length=10)  # topics | due | weakest
+    topics: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    difficulty: str | None = Field(default=None, max_length=10)
+    kinds: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    size: int
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+    finished_at: datetime | None = None
+
+
+# One question of a quiz: a card asked as recall, multiple choice or a numeric problem.
+class QuizItem(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("session_id", "position"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    session_id: int = Field(foreign_key="quizsession.id", index=True)
+    user_id: int = Field(foreign_key="user.id", index=True)  # the session's owner
+    position: int
+    card_id: str = Field(foreign_key="card.id", max_length=80)
+    kind: str = Field(max_length=10)  # recall | choice | numeric
+    # What was asked, with the expected answer (never sent before the user answers).
+    payload: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    # What the user answered: typed text, picked options, a number and its unit, ticked key points.
+    response: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    correct: bool | None = None
+    rating: int | None = None  # fsrs.Rating: 1 Again, 2 Hard, 3 Good, 4 Easy
+    answered_at: datetime | None = None
+    rated_at: datetime | None = None
+    due_after: datetime | None = None
+
+
+# One rating of one card: the history behind the heatmap, the streak and the export.
+class Review(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="user.id", index=True)
+    card_id: str = Field(foreign_key="card.id", max_length=80)
+    rating: int  # fsrs.Rating
+    source: str = Field(max_length=10)  # recall | choice | numeric | challenge
+    reviewed_at: datetime = Field(default_factory=utcnow, index=True)
+    due_after: datetime
+    quiz_item_id: int | None = Field(default=None, foreign_key="quizitem.id")
+
+
+# A timed mock interview: its set-up, the server's clock (start and deadline), and its share link.
+class MockInterview(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="user.id", index=True)
+    minutes: int
+    # The topics chosen; [] means every topic.
+    topics: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    difficulty: str | None = Field(default=None, max_length=10)  # None = mixed
+    with_challenge: bool = False
+    started_at: datetime = Field(default_factory=utcnow, index=True)
+    deadline: datetime
+    # When the clock stopped: the deadline, or earlier when every question was done or the user ended it.
+    ended_at: datetime | None = None
+    ended_by: str | None = Field(default=None, max_length=10)  # deadline | completed | user
+    scored_at: datetime | None = None
+    # The read-only link's secret; None when the report is not shared (or the link was revoked).
+    share_token: str | None = Field(default=None, unique=True, index=True, max_length=64)
+
+
+# One step of a mock interview: a card asked as recall, numeric or multiple choice, or the coding problem.
+class MockItem(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("interview_id", "position"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    interview_id: int = Field(foreign_key="mockinterview.id", index=True)
+    user_id: int = Field(foreign_key="user.id", index=True)  # the interview's owner
+    position: int
+    kind: str = Field(max_length=10)  # recall | numeric | choice | challenge
+    card_id: str | None = Field(default=None, foreign_key="card.id", max_length=80)
+    challenge: str | None = Field(default=None, max_length=80)
+    # What is asked, frozen at set-up (follow-up, numeric problem, options), with the expected answers.
+    payload: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    answer: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    follow_up_answer: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    # Picked options, a number and its unit with the check's message, or the coding problem's submission ids.
+    response: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    correct: bool | None = None  # numeric and choice items, checked automatically
+    asked_at: datetime | None = None
+    answered_at: datetime | None = None
+    done_at: datetime | None = None  # the follow-up answered too: the interviewer moves on
+    # The user's own scoring once the clock stops: key points covered, and whether the follow-up was.
+    covered: list[int] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    follow_up_covered: bool | None = None
+    rating: int | None = None  # the fsrs.Rating the score fed into spaced repetition
+    due_after: datetime | None = None  # when spaced repetition asks the card again

@@ -1,17 +1,26 @@
-"""Signed guest sessions: every visitor gets a random token in a signed cookie on first request.
+"""Signed sessions: a guest token for every visitor, the signed-in account, CSRF tokens and flashes.
 
 The cookie is Starlette's SessionMiddleware (itsdangerous-signed, HttpOnly, SameSite=Lax);
-this middleware, inside it, makes sure the session holds a guest token.
+this middleware, inside it, makes sure the session holds a guest token. The cookie is signed,
+not encrypted: it holds only random tokens, the account's id and email, and a fingerprint of
+the password hash that stops a copied cookie once the password or the account changes.
 """
 
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
 from fastapi import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 GUEST_KEY = "guest"
+USER_KEY = "uid"
+AUTH_KEY = "auth"
+EMAIL_KEY = "email"
+CSRF_KEY = "csrf"
+FLASH_KEY = "flash"
+CSRF_FIELD = "csrf_token"
 
 
 class GuestSessionMiddleware:
@@ -27,4 +36,60 @@ class GuestSessionMiddleware:
 
 
 def guest_token(request: Request) -> str:
-    return str(request.session[GUEST_KEY])
+    token = request.session.get(GUEST_KEY)
+    if not isinstance(token, str):  # the session was cleared during this request (log in, log out)
+        token = request.session[GUEST_KEY] = secrets.token_urlsafe(24)
+    return token
+
+
+def session_account(request: Request) -> tuple[int, str] | None:
+    """(user id, password fingerprint) of the signed-in account, or None for a guest."""
+    uid, auth = request.session.get(USER_KEY), request.session.get(AUTH_KEY)
+    if isinstance(uid, int) and isinstance(auth, str):
+        return uid, auth
+    return None
+
+
+def log_in(request: Request, *, user_id: int, email: str, fingerprint: str) -> None:
+    """A fresh session for the account: nothing from the guest session (tokens included) survives."""
+    request.session.clear()
+    request.session.update({USER_KEY: user_id, AUTH_KEY: fingerprint, EMAIL_KEY: email})
+
+
+def log_out(request: Request) -> None:
+    """Forget the account; the next request starts a new, empty guest session."""
+    request.session.clear()
+
+
+def signed_in_email(request: Request) -> str | None:
+    """The account's email for the header, or None for a guest."""
+    if session_account(request) is None:
+        return None
+    email = request.session.get(EMAIL_KEY)
+    return email if isinstance(email, str) else None
+
+
+def csrf_token(request: Request) -> str:
+    """The session's CSRF token, made on first use; every HTML form that changes data posts it back."""
+    token = request.session.get(CSRF_KEY)
+    if not isinstance(token, str):
+        token = request.session[CSRF_KEY] = secrets.token_urlsafe(32)
+    return token
+
+
+def csrf_valid(request: Request, submitted: str | None) -> bool:
+    expected = request.session.get(CSRF_KEY)
+    return isinstance(expected, str) and bool(submitted) and secrets.compare_digest(expected, submitted or "")
+
+
+def flash(request: Request, message: str, category: str = "info") -> None:
+    """A message for the next page this visitor sees."""
+    request.session[FLASH_KEY] = [
+        *request.session.get(FLASH_KEY, []),
+        {"message": message, "category": category},
+    ]
+
+
+def pop_flashes(request: Request) -> list[dict[str, Any]]:
+    messages = request.session.pop(FLASH_KEY, None)
+    return messages if isinstance(messages, list) else []

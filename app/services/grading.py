@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from huey import MemoryHuey, RedisHuey, SqliteHuey
@@ -19,6 +20,7 @@ from sqlmodel import Session, col, select
 
 from app.config import Settings
 from app.models import Submission, utcnow
+from app.services.scheduling import record_challenge_result
 from graders.limits import Limits
 
 log = logging.getLogger("kvprep.grading")
@@ -34,8 +36,18 @@ def make_huey(settings: Settings) -> Huey:
     return SqliteHuey("kvprep", filename=str(settings.queue_file))
 
 
-def grade_submission(engine: Engine, submission_id: str, limits: Limits | None = None) -> None:
-    """Grade one stored submission and store its verdict. Never raises for a bad submission."""
+def grade_submission(
+    engine: Engine,
+    submission_id: str,
+    limits: Limits | None = None,
+    topics: Mapping[str, Sequence[str]] | None = None,
+    settings: Settings | None = None,
+) -> None:
+    """Grade one stored submission and store its verdict. Never raises for a bad submission.
+
+    The verdict also counts for spaced repetition: a pass is a Good review of the challenge's
+    concept cards (`topics[slug]`), any other verdict brings them forward.
+    """
     from graders.runner import grade
 
     with Session(engine) as session:
@@ -45,9 +57,11 @@ def grade_submission(engine: Engine, submission_id: str, limits: Limits | None =
         submission.status = "running"
         session.commit()
         slug, code = submission.challenge, submission.code
+    graded = True
     try:
         result = grade(slug, code, limits).to_json()
     except Exception:  # the grader's own failure must not leave the submission running forever
+        graded = False
         log.exception("grader failed on submission %s", submission_id)
         result = {
             "challenge": slug,
@@ -64,6 +78,16 @@ def grade_submission(engine: Engine, submission_id: str, limits: Limits | None =
         submission.verdict = result["verdict"]
         submission.result = result
         submission.finished_at = utcnow()
+        if graded and topics is not None:
+            # In the same transaction as the verdict: whoever sees "done" sees the reviews too.
+            record_challenge_result(
+                session=session,
+                user_id=submission.user_id,
+                slug=slug,
+                passed=result["verdict"] == "passed",
+                topics=topics.get(slug, ()),
+                settings=settings,
+            )
         session.commit()
 
 
@@ -90,14 +114,17 @@ class GradingQueue:
     huey: Huey
     engine: Engine
     settings: Settings
+    # slug -> the topics of its concept cards (challenge.yaml), for spaced repetition
+    topics: Mapping[str, Sequence[str]]
     consumer: Consumer | None = None
 
     def __post_init__(self) -> None:
-        engine, limits = self.engine, self.settings.grader_limits()
+        engine, settings, topics = self.engine, self.settings, self.topics
+        limits = settings.grader_limits()
 
         @self.huey.task(name=TASK_NAME)
         def _grade(submission_id: str) -> None:
-            grade_submission(engine, submission_id, limits)
+            grade_submission(engine, submission_id, limits, topics, settings)
 
         self._task = _grade
 
@@ -146,10 +173,10 @@ class GradingQueue:
             self.consumer = None
 
 
-def build_queue(settings: Settings, engine: Engine) -> GradingQueue:
+def build_queue(settings: Settings, engine: Engine, topics: Mapping[str, Sequence[str]]) -> GradingQueue:
     # The checks run torch in this process beside the sandbox's children on few cores:
     # one thread each, set before torch's first op (two 2-thread torch processes collapse).
     import torch
 
     torch.set_num_threads(1)
-    return GradingQueue(make_huey(settings), engine, settings)
+    return GradingQueue(make_huey(settings), engine, settings, topics)

@@ -33,7 +33,13 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     url = f"sqlite:///{db}"
     migrate(url)
     port = _free_port()
-    env = {**os.environ, "KVPREP_DATABASE_URL": url, "OMP_NUM_THREADS": "1"}
+    # Its own queue file too: servers sharing one SQLite queue would take each other's tasks.
+    env = {
+        **os.environ,
+        "KVPREP_DATABASE_URL": url,
+        "KVPREP_QUEUE_FILE": str(db.parent / "queue.sqlite3"),
+        "OMP_NUM_THREADS": "1",
+    }
     log = (tmp_path_factory.mktemp("live-log") / "server.log").open("w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],

@@ -41,6 +41,13 @@ def wait_for_verdict(client: TestClient, submission_id: str, timeout: float = 30
     raise AssertionError(f"no verdict for {submission_id} within {timeout} s")
 
 
+def submit(client: TestClient, slug: str, code: str) -> str:
+    """POST a submission; its id."""
+    response = client.post(f"/api/challenges/{slug}/submissions", json={"code": code})
+    assert response.status_code == 202, response.text
+    return str(response.json()["id"])
+
+
 def test_challenge_list_and_detail(client: TestClient) -> None:
     listed = client.get("/api/challenges").json()
     assert [c["slug"] for c in listed] == SLUGS
@@ -65,7 +72,9 @@ def test_wrong_then_right_submission(grading_client: TestClient, slug: str) -> N
     assert wrong["verdict"] == "failed" and wrong["challenge"] == slug
     assert any(not t["passed"] and t["message"] for t in wrong["tests"])
 
-    right_id = grading_client.post(f"/api/challenges/{slug}/submissions", json={"code": solution}).json()["id"]
+    right_id = grading_client.post(f"/api/challenges/{slug}/submissions", json={"code": solution}).json()[
+        "id"
+    ]
     right = wait_for_verdict(grading_client, right_id)
     assert right["verdict"] == "passed", right
     assert all(t["passed"] for t in right["tests"]) and right["duration_ms"] >= 0
@@ -76,7 +85,9 @@ def test_wrong_then_right_submission(grading_client: TestClient, slug: str) -> N
 
 
 def test_someone_elses_submission_is_404(grading_client: TestClient) -> None:
-    sid = grading_client.post("/api/challenges/kv-cache-bytes/submissions", json={"code": "x = 1"}).json()["id"]
+    sid = grading_client.post("/api/challenges/kv-cache-bytes/submissions", json={"code": "x = 1"}).json()[
+        "id"
+    ]
     grading_client.cookies.clear()  # a different visitor
     assert grading_client.get(f"/api/submissions/{sid}").status_code == 404
     assert grading_client.get("/api/challenges/kv-cache-bytes/submissions").json() == []
@@ -101,7 +112,9 @@ def test_malformed_bodies_are_422(grading_client: TestClient, body: str, headers
 def test_unknown_challenge_is_404_and_big_code_is_413(grading_client: TestClient) -> None:
     assert grading_client.post("/api/challenges/nope/submissions", json={"code": "x"}).status_code == 404
     big = "# " + "x" * (64 * 1024)
-    assert grading_client.post("/api/challenges/decode-step/submissions", json={"code": big}).status_code == 413
+    assert (
+        grading_client.post("/api/challenges/decode-step/submissions", json={"code": big}).status_code == 413
+    )
     huge = "x" * (2 * 1024 * 1024)
     response = grading_client.post("/api/challenges/decode-step/submissions", json={"code": huge})
     assert response.status_code == 413
@@ -115,3 +128,29 @@ def test_submitting_too_fast_is_429_with_retry_after(grading_client: TestClient)
     assert codes == [202] * 5 + [429]
     response = grading_client.post("/api/challenges/kv-cache-bytes/submissions", json={"code": "x = 1"})
     assert response.status_code == 429 and int(response.headers["retry-after"]) >= 1
+
+
+def test_verdicts_feed_spaced_repetition(grading_client: TestClient, db_url: str) -> None:
+    from sqlmodel import Session, select
+
+    from app.db import make_engine
+    from app.models import Card, CardProgress, Review
+
+    slug = "kv-cache-bytes"
+    solution = (CHALLENGES / slug / "solution.py").read_text()
+    wrong_id = submit(grading_client, slug, "x = 1")
+    assert wait_for_verdict(grading_client, wrong_id)["verdict"] == "error"
+    right_id = grading_client.post(f"/api/challenges/{slug}/submissions", json={"code": solution}).json()[
+        "id"
+    ]
+    assert wait_for_verdict(grading_client, right_id)["verdict"] == "passed"
+
+    engine = make_engine(db_url)
+    with Session(engine) as session:
+        concept_cards = {
+            c.id for c in session.exec(select(Card).where(Card.topic.in_(["kv-memory", "mha-mqa-gqa"]))).all()
+        }
+        reviewed = {r.card_id for r in session.exec(select(Review).where(Review.source == "challenge")).all()}
+        progress = {p.card_id for p in session.exec(select(CardProgress)).all()}
+    engine.dispose()
+    assert concept_cards and concept_cards <= reviewed <= progress

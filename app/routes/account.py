@@ -1,0 +1,188 @@
+"""The user's own account: study settings, the JSON export of all their data, and deletion.
+
+Guests have the same page: their settings, their export, and "erase my data".
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.deps import CsrfChecked, CurrentUser, SessionDep, SettingsDep
+from app.models import User
+from app.services.accounts import delete_user, export_user, password_hasher
+from app.services.scheduling import retention_for
+from app.sessions import flash, log_out
+from app.web import templates
+
+router = APIRouter(prefix="/api/account", tags=["account"])
+pages = APIRouter(prefix="/account", tags=["pages"], include_in_schema=False)
+
+
+# Study settings a user may change.
+class AccountSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    desired_retention: float | None = Field(default=None, ge=0.7, le=0.99)
+    interview_date: date | None = None
+
+
+# The body of DELETE /api/account: an account confirms with its password; a guest sends {}.
+class AccountDelete(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    password: str = Field(default="", max_length=1024)
+
+
+def account_json(user: User, settings: SettingsDep) -> dict[str, Any]:
+    return {
+        "id": user.id,
+        "email": user.email,
+        "guest": user.is_guest,
+        "created_at": user.created_at.isoformat(),
+        "desired_retention": retention_for(user, settings),
+        "interview_date": user.interview_date.isoformat() if user.interview_date else None,
+    }
+
+
+def _export_response(session: SessionDep, user: User) -> Response:
+    data = export_user(session=session, user=user)
+    name = f"kvprep-export-{date.today().isoformat()}.json"
+    return Response(
+        json.dumps(data, indent=2),
+        media_type="application/json",
+        headers={"Content-Disposition": f'attachment; filename="{name}"', "Cache-Control": "no-store"},
+    )
+
+
+def _password_ok(user: User, password: str, settings: SettingsDep) -> bool:
+    if user.is_guest or user.password_hash is None:
+        return True
+    return bool(password) and password_hasher(settings).verify(password, user.password_hash)
+
+
+# --- JSON API -------------------------------------------------------------------------------------
+
+
+@router.get("")
+def get_account(user: CurrentUser, settings: SettingsDep) -> dict[str, Any]:
+    return account_json(user, settings)
+
+
+@router.put("/settings")
+def put_settings(
+    body: AccountSettings, user: CurrentUser, session: SessionDep, settings: SettingsDep
+) -> dict[str, Any]:
+    user.desired_retention = body.desired_retention
+    user.interview_date = body.interview_date
+    session.add(user)
+    session.commit()
+    session.refresh(user)
+    return account_json(user, settings)
+
+
+@router.get("/export")
+def api_export(user: CurrentUser, session: SessionDep) -> Response:
+    return _export_response(session, user)
+
+
+@router.delete("", status_code=204)
+def api_delete(
+    body: AccountDelete, request: Request, user: CurrentUser, session: SessionDep, settings: SettingsDep
+) -> Response:
+    if not _password_ok(user, body.password, settings):
+        raise HTTPException(403, "Wrong password")
+    delete_user(session=session, user=user)
+    log_out(request)
+    return Response(status_code=204)
+
+
+# --- HTML pages -----------------------------------------------------------------------------------
+
+
+def _page(
+    request: Request, user: User, settings: SettingsDep, errors: dict[str, str], status: int
+) -> HTMLResponse:
+    return templates.TemplateResponse(
+        request,
+        "account/index.html",
+        {
+            "user": user,
+            "retention_percent": round(retention_for(user, settings) * 100),
+            "default_percent": round(settings.desired_retention * 100),
+            "errors": errors,
+        },
+        status_code=status,
+    )
+
+
+@pages.get("", response_class=HTMLResponse)
+def account_page(request: Request, user: CurrentUser, settings: SettingsDep) -> HTMLResponse:
+    return _page(request, user, settings, {}, 200)
+
+
+@pages.post("/settings", dependencies=[CsrfChecked])
+def settings_form(
+    request: Request,
+    user: CurrentUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    retention: Annotated[str, Form(max_length=10)] = "",
+    interview_date: Annotated[str, Form(max_length=20)] = "",
+) -> Response:
+    errors: dict[str, str] = {}
+    percent: float | None = None
+    if retention.strip():
+        try:
+            percent = float(retention)
+        except ValueError:
+            percent = -1
+        if not 70 <= percent <= 99:
+            errors["retention"] = "Choose a retention between 70% and 99%."
+    day: date | None = None
+    if interview_date.strip():
+        try:
+            day = date.fromisoformat(interview_date.strip())
+        except ValueError:
+            errors["interview_date"] = "Use a date like 2026-12-24."
+    if errors:
+        return _page(request, user, settings, errors, 422)
+    user.desired_retention = None if percent is None else round(percent / 100, 4)
+    user.interview_date = day
+    session.add(user)
+    session.commit()
+    flash(request, "Settings saved.", "success")
+    return RedirectResponse("/account", status_code=303)
+
+
+@pages.get("/export")
+def export_download(user: CurrentUser, session: SessionDep) -> Response:
+    return _export_response(session, user)
+
+
+@pages.post("/delete", dependencies=[CsrfChecked])
+def delete_form(
+    request: Request,
+    user: CurrentUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    password: Annotated[str, Form(max_length=1024)] = "",
+    confirm: Annotated[str, Form(max_length=20)] = "",
+) -> Response:
+    if user.is_guest and confirm.strip().lower() != "delete":
+        return _page(request, user, settings, {"delete": 'Type "delete" to confirm.'}, 422)
+    if not _password_ok(user, password, settings):
+        return _page(request, user, settings, {"delete": "Wrong password."}, 403)
+    was_guest = user.is_guest
+    delete_user(session=session, user=user)
+    log_out(request)
+    flash(
+        request,
+        "Your data has been erased." if was_guest else "Your account and all of its data are deleted.",
+    )
+    return RedirectResponse("/", status_code=303)

@@ -1,0 +1,231 @@
+"""Sign up, log in, log out: HTML forms (/auth, with CSRF tokens) and the JSON API (/api/auth).
+
+Log-in attempts are rate-limited per client address and per email. Whoever is signed in, a
+guest's progress moves to the account on sign-up (the guest's row becomes the account) and
+on log-in (merged into it).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.deps import CsrfChecked, MaybeUser, SessionDep, SettingsDep, find_user
+from app.models import User
+from app.services.accounts import (
+    AccountError,
+    authenticate,
+    create_account,
+    fingerprint,
+    merge_users,
+    normalize_email,
+)
+from app.sessions import flash, log_in, log_out
+from app.web import templates
+
+router = APIRouter(prefix="/api/auth", tags=["auth"])
+pages = APIRouter(prefix="/auth", tags=["pages"], include_in_schema=False)
+
+
+# The body of a JSON sign-up or log-in.
+class Credentials(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    email: str = Field(max_length=320)
+    password: str = Field(max_length=1024)
+
+
+class RateLimited(Exception):
+    def __init__(self, wait: int) -> None:
+        self.wait = wait
+
+
+def safe_next(target: str | None) -> str:
+    """Only same-site paths: '/quiz' yes; 'https://evil.example', '//evil.example' no."""
+    if target and target.startswith("/") and not target.startswith(("//", "/\\")):
+        return target
+    return "/"
+
+
+def _client(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def me_json(user: User | None) -> dict[str, Any]:
+    if user is None or user.is_guest:
+        return {"id": user.id if user else None, "email": None, "guest": True}
+    return {"id": user.id, "email": user.email, "guest": False}
+
+
+def sign_in(request: Request, user: User) -> None:
+    assert user.id is not None and user.email is not None
+    secret = request.app.state.settings.secret_key
+    log_in(request, user_id=user.id, email=user.email, fingerprint=fingerprint(user, secret))
+
+
+def do_signup(
+    request: Request, session: SessionDep, settings: SettingsDep, email: str, password: str
+) -> User:
+    wait = request.app.state.signup_limiter.hit(f"signup:ip:{_client(request)}")
+    if wait:
+        raise RateLimited(wait)
+    visitor = find_user(request, session)
+    user = create_account(
+        session=session,
+        guest=visitor if visitor is not None and visitor.is_guest else None,
+        email=email,
+        password=password,
+        settings=settings,
+    )
+    sign_in(request, user)
+    return user
+
+
+def do_login(request: Request, session: SessionDep, settings: SettingsDep, email: str, password: str) -> User:
+    limiter = request.app.state.login_limiter
+    waits = [
+        limiter.hit(f"login:ip:{_client(request)}"),
+        limiter.hit(f"login:email:{normalize_email(email)[:254]}"),
+    ]
+    if max(waits):
+        raise RateLimited(max(waits))
+    visitor = find_user(request, session)
+    user = authenticate(session=session, email=email, password=password, settings=settings)
+    if user is None:
+        raise AccountError("Wrong email or password.", "password")
+    if visitor is not None and visitor.is_guest:
+        merge_users(session=session, source=visitor, target=user)
+    sign_in(request, user)
+    return user
+
+
+def _too_many(wait: int, what: str) -> HTTPException:
+    return HTTPException(429, f"Too many {what}: try again in {wait} s", headers={"Retry-After": str(wait)})
+
+
+# --- JSON API -------------------------------------------------------------------------------------
+
+
+@router.get("/me")
+def me(user: MaybeUser) -> dict[str, Any]:
+    return me_json(user)
+
+
+@router.post("/signup", status_code=201)
+def api_signup(
+    body: Credentials, request: Request, session: SessionDep, settings: SettingsDep
+) -> dict[str, Any]:
+    try:
+        user = do_signup(request, session, settings, body.email, body.password)
+    except RateLimited as exc:
+        raise _too_many(exc.wait, "sign-ups from this address") from None
+    except AccountError as exc:
+        status = 409 if "already" in exc.message else 422
+        raise HTTPException(status, exc.message) from None
+    return me_json(user)
+
+
+@router.post("/login")
+def api_login(
+    body: Credentials, request: Request, session: SessionDep, settings: SettingsDep
+) -> dict[str, Any]:
+    try:
+        user = do_login(request, session, settings, body.email, body.password)
+    except RateLimited as exc:
+        raise _too_many(exc.wait, "log-in attempts") from None
+    except AccountError as exc:
+        raise HTTPException(401, exc.message) from None
+    return me_json(user)
+
+
+@router.post("/logout", status_code=204)
+def api_logout(request: Request) -> Response:
+    log_out(request)
+    return Response(status_code=204)
+
+
+# --- HTML pages -----------------------------------------------------------------------------------
+
+
+def _form(
+    request: Request,
+    template: str,
+    *,
+    email: str = "",
+    next_url: str = "/",
+    errors: dict[str, str] | None = None,
+    status: int = 200,
+) -> HTMLResponse:
+    return templates.TemplateResponse(
+        request,
+        template,
+        {"email": email, "next": safe_next(next_url), "errors": errors or {}},
+        status_code=status,
+    )
+
+
+@pages.get("/signup", response_class=HTMLResponse)
+def signup_page(request: Request, next: str = "/") -> HTMLResponse:
+    return _form(request, "auth/signup.html", next_url=next)
+
+
+@pages.post("/signup", response_class=HTMLResponse, dependencies=[CsrfChecked])
+def signup_form(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    email: Annotated[str, Form(max_length=320)] = "",
+    password: Annotated[str, Form(max_length=1024)] = "",
+    confirm: Annotated[str, Form(max_length=1024)] = "",
+    next: Annotated[str, Form(max_length=500)] = "/",
+) -> Response:
+    args: dict[str, Any] = {"email": email, "next_url": next}
+    if password != confirm:
+        return _form(
+            request, "auth/signup.html", **args, errors={"confirm": "The passwords differ."}, status=422
+        )
+    try:
+        do_signup(request, session, settings, email, password)
+    except RateLimited as exc:
+        errors = {"form": f"Too many sign-ups from this address: try again in {exc.wait} s."}
+        return _form(request, "auth/signup.html", **args, errors=errors, status=429)
+    except AccountError as exc:
+        return _form(request, "auth/signup.html", **args, errors={exc.field: exc.message}, status=422)
+    flash(request, "Welcome! Your account is ready, and your progress so far is in it.", "success")
+    return RedirectResponse(safe_next(next), status_code=303)
+
+
+@pages.get("/login", response_class=HTMLResponse)
+def login_page(request: Request, next: str = "/") -> HTMLResponse:
+    return _form(request, "auth/login.html", next_url=next)
+
+
+@pages.post("/login", response_class=HTMLResponse, dependencies=[CsrfChecked])
+def login_form(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    email: Annotated[str, Form(max_length=320)] = "",
+    password: Annotated[str, Form(max_length=1024)] = "",
+    next: Annotated[str, Form(max_length=500)] = "/",
+) -> Response:
+    args: dict[str, Any] = {"email": email, "next_url": next}
+    try:
+        do_login(request, session, settings, email, password)
+    except RateLimited as exc:
+        errors = {"form": f"Too many log-in attempts: try again in {exc.wait} s."}
+        return _form(request, "auth/login.html", **args, errors=errors, status=429)
+    except AccountError as exc:
+        return _form(request, "auth/login.html", **args, errors={exc.field: exc.message}, status=401)
+    flash(request, "Welcome back.", "success")
+    return RedirectResponse(safe_next(next), status_code=303)
+
+
+@pages.post("/logout", dependencies=[CsrfChecked])
+def logout_form(request: Request) -> RedirectResponse:
+    log_out(request)
+    flash(request, "You are logged out. Your progress is safe in your account.")
+    return RedirectResponse("/", status_code=303)

@@ -1,0 +1,418 @@
+"""Quiz sessions: the pages (/quiz) and the JSON API (/api/quizzes).
+
+A quiz belongs to the user who started it: anyone else gets 404 for it and its questions.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Form, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fsrs import Rating
+from pydantic import BaseModel, ConfigDict, Field
+from sqlmodel import col, select
+
+from app.deps import ClockDep, CsrfChecked, CurrentUser, SessionDep, SettingsDep
+from app.models import Card, QuizItem, QuizSession, Topic, User
+from app.services import quiz as quizzes
+from app.services.numeric import BYTE_UNITS
+from app.services.scheduling import (
+    RATING_NAMES,
+    due_counts,
+    get_progress,
+    humanize_interval,
+    parse_rating,
+    preview,
+)
+from app.sessions import flash
+from app.web import templates
+
+router = APIRouter(prefix="/api/quizzes", tags=["quizzes"])
+pages = APIRouter(prefix="/quiz", tags=["pages"], include_in_schema=False)
+
+Mode = Literal["topics", "due", "weakest"]
+Kind = Literal["recall", "choice", "numeric"]
+Difficulty = Literal["easy", "medium", "hard"]
+
+
+def _all_kinds() -> list[Kind]:
+    return ["recall", "choice", "numeric"]
+
+
+# How to choose a quiz's cards.
+class QuizCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Mode = "topics"
+    topics: list[Annotated[str, Field(pattern=r"^[a-z0-9-]{1,80}$")]] = Field(
+        default_factory=list, max_length=50
+    )
+    difficulty: Difficulty | None = None
+    size: int = Field(default=10, ge=1)
+    kinds: list[Kind] = Field(default_factory=_all_kinds, min_length=1, max_length=3)
+
+
+# An answer: `answer` (recall, optional), `picked` (choice), `value` and `unit` (numeric).
+class AnswerIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    answer: str | None = Field(default=None, max_length=quizzes.MAX_TYPED_ANSWER)
+    picked: list[int] = Field(default_factory=list, max_length=20)
+    value: str | None = Field(default=None, max_length=100)
+    unit: str | None = Field(default=None, max_length=20)
+
+
+# A rating of a revealed recall question, with the indices of the key points the user got.
+class RatingIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rating: Literal["again", "hard", "good", "easy"]
+    key_points: list[int] = Field(default_factory=list, max_length=50)
+
+
+def _check_topics(session: SessionDep, topics: list[str]) -> None:
+    known = set(session.exec(select(Topic.slug)).all())
+    unknown = [t for t in topics if t not in known]
+    if unknown:
+        raise HTTPException(422, f"Unknown topic {unknown[0]!r}")
+
+
+def load_quiz(session: SessionDep, user: User, quiz_id: int) -> QuizSession:
+    assert user.id is not None
+    quiz = quizzes.get_quiz(session=session, user_id=user.id, quiz_id=quiz_id)
+    if quiz is None:
+        raise HTTPException(404, "Quiz not found")
+    return quiz
+
+
+def load_item(
+    session: SessionDep, user: User, quiz_id: int, position: int
+) -> tuple[QuizSession, QuizItem, Card]:
+    quiz = load_quiz(session, user, quiz_id)
+    item = quizzes.get_item(session=session, quiz=quiz, position=position)
+    card = session.get(Card, item.card_id) if item else None
+    if item is None or card is None:
+        raise HTTPException(404, "Question not found")
+    return quiz, item, card
+
+
+def quiz_json(session: SessionDep, quiz: QuizSession) -> dict[str, Any]:
+    items = quizzes.quiz_items(session=session, quiz=quiz)
+    titles = dict(
+        session.exec(select(Card.id, Card.title).where(col(Card.id).in_([i.card_id for i in items]))).all()
+    )
+    return {
+        "id": quiz.id,
+        "mode": quiz.mode,
+        "topics": quiz.topics,
+        "difficulty": quiz.difficulty,
+        "kinds": quiz.kinds,
+        "size": quiz.size,
+        "created_at": quiz.created_at.isoformat(),
+        "finished_at": quiz.finished_at.isoformat() if quiz.finished_at else None,
+        "current": quizzes.current_position(items),
+        "items": [
+            {
+                "position": i.position,
+                "kind": i.kind,
+                "card_id": i.card_id,
+                "title": titles.get(i.card_id, i.card_id),
+                "state": quizzes.item_state(i),
+                "rating": RATING_NAMES[Rating(i.rating)] if i.rating else None,
+                "due": i.due_after.isoformat() if i.due_after else None,
+            }
+            for i in items
+        ],
+    }
+
+
+def _start(
+    session: SessionDep, user: User, settings: SettingsDep, body: QuizCreate, now: datetime
+) -> QuizSession:
+    _check_topics(session, body.topics)
+    spec = quizzes.QuizSpec(
+        mode=body.mode,
+        topics=tuple(body.topics),
+        difficulty=body.difficulty,
+        size=body.size,
+        kinds=tuple(body.kinds),
+    )
+    try:
+        return quizzes.start_quiz(session=session, user=user, spec=spec, settings=settings, now=now)
+    except quizzes.QuizError as exc:
+        raise HTTPException(exc.status, exc.message) from None
+
+
+# --- JSON API -------------------------------------------------------------------------------------
+
+
+@router.post("", status_code=201)
+def api_start(
+    body: QuizCreate, user: CurrentUser, session: SessionDep, settings: SettingsDep, clock: ClockDep
+) -> dict[str, Any]:
+    return quiz_json(session, _start(session, user, settings, body, clock.now()))
+
+
+@router.get("")
+def api_list(user: CurrentUser, session: SessionDep) -> list[dict[str, Any]]:
+    assert user.id is not None
+    return [quiz_json(session, q) for q in quizzes.recent_quizzes(session=session, user_id=user.id, limit=50)]
+
+
+@router.get("/{quiz_id}")
+def api_get(quiz_id: int, user: CurrentUser, session: SessionDep) -> dict[str, Any]:
+    return quiz_json(session, load_quiz(session, user, quiz_id))
+
+
+@router.get("/{quiz_id}/items/{position}")
+def api_item(quiz_id: int, position: int, user: CurrentUser, session: SessionDep) -> dict[str, Any]:
+    _, item, card = load_item(session, user, quiz_id, position)
+    return quizzes.item_view(item, card)
+
+
+@router.post("/{quiz_id}/items/{position}/answer")
+def api_answer(
+    quiz_id: int,
+    position: int,
+    body: AnswerIn,
+    user: CurrentUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+) -> dict[str, Any]:
+    _, item, card = load_item(session, user, quiz_id, position)
+    try:
+        item = quizzes.answer_item(
+            session=session, user=user, item=item, settings=settings,
+            text=body.answer, picked=body.picked, value=body.value, unit=body.unit, now=clock.now(),
+        )  # fmt: skip
+    except quizzes.QuizError as exc:
+        raise HTTPException(exc.status, exc.message) from None
+    return quizzes.item_view(item, card)
+
+
+@router.post("/{quiz_id}/items/{position}/rate")
+def api_rate(
+    quiz_id: int,
+    position: int,
+    body: RatingIn,
+    user: CurrentUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+) -> dict[str, Any]:
+    _, item, card = load_item(session, user, quiz_id, position)
+    try:
+        item = quizzes.rate_item(
+            session=session, user=user, item=item, rating=parse_rating(body.rating),
+            key_points=body.key_points, settings=settings, now=clock.now(),
+        )  # fmt: skip
+    except quizzes.QuizError as exc:
+        raise HTTPException(exc.status, exc.message) from None
+    return quizzes.item_view(item, card)
+
+
+# --- HTML pages -----------------------------------------------------------------------------------
+
+
+def _start_page(
+    request: Request,
+    session: SessionDep,
+    user: User,
+    settings: SettingsDep,
+    *,
+    now: datetime,
+    form: dict[str, Any] | None = None,
+    error: str | None = None,
+    status: int = 200,
+) -> HTMLResponse:
+    assert user.id is not None
+    topics = session.exec(select(Topic).order_by(col(Topic.position))).all()
+    return templates.TemplateResponse(
+        request,
+        "quiz/start.html",
+        {
+            "topics": topics,
+            "counts": due_counts(session=session, user=user, settings=settings, now=now),
+            "recent": quizzes.recent_quizzes(session=session, user_id=user.id),
+            "form": form
+            or {"mode": "topics", "topics": [], "difficulty": "", "size": 10, "kinds": list(quizzes.KINDS)},
+            "max_size": settings.quiz_max_size,
+            "error": error,
+        },
+        status_code=status,
+    )
+
+
+@pages.get("", response_class=HTMLResponse)
+def start_page(
+    request: Request,
+    user: CurrentUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    mode: Mode = "topics",
+) -> HTMLResponse:
+    form = {"mode": mode, "topics": [], "difficulty": "", "size": 10, "kinds": list(quizzes.KINDS)}
+    return _start_page(request, session, user, settings, now=clock.now(), form=form)
+
+
+@pages.post("", dependencies=[CsrfChecked])
+def start_form(
+    request: Request,
+    user: CurrentUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    mode: Annotated[Mode, Form()] = "topics",
+    topics: Annotated[list[str], Form()] = [],  # noqa: B006 - FastAPI copies defaults
+    difficulty: Annotated[Difficulty | Literal[""], Form()] = "",
+    size: Annotated[int, Form(ge=1)] = 10,
+    kinds: Annotated[list[Kind], Form()] = [],  # noqa: B006
+) -> Response:
+    form = {"mode": mode, "topics": topics, "difficulty": difficulty, "size": size, "kinds": kinds}
+    now = clock.now()
+    if not kinds:
+        return _start_page(
+            request,
+            session,
+            user,
+            settings,
+            now=now,
+            form=form,
+            error="Choose at least one kind of question.",
+            status=422,
+        )
+    body = QuizCreate(mode=mode, topics=topics, difficulty=difficulty or None, size=size, kinds=kinds)
+    try:
+        quiz = _start(session, user, settings, body, now)
+    except HTTPException as exc:
+        return _start_page(
+            request,
+            session,
+            user,
+            settings,
+            now=now,
+            form=form,
+            error=str(exc.detail),
+            status=exc.status_code,
+        )
+    return RedirectResponse(f"/quiz/{quiz.id}", status_code=303)
+
+
+@pages.get("/{quiz_id}", response_class=HTMLResponse)
+def quiz_page(
+    quiz_id: int, request: Request, user: CurrentUser, session: SessionDep, clock: ClockDep
+) -> Response:
+    quiz = load_quiz(session, user, quiz_id)
+    items = quizzes.quiz_items(session=session, quiz=quiz)
+    position = quizzes.current_position(items)
+    if position is not None:
+        return RedirectResponse(f"/quiz/{quiz_id}/items/{position}", status_code=303)
+    cards = {
+        c.id: c for c in session.exec(select(Card).where(col(Card.id).in_([i.card_id for i in items]))).all()
+    }
+    now = clock.now()
+    return templates.TemplateResponse(
+        request,
+        "quiz/summary.html",
+        {
+            "quiz": quiz,
+            "items": items,
+            "cards": cards,
+            "now": now,
+            "until": humanize_interval,
+            "names": RATING_NAMES,
+        },
+    )
+
+
+@pages.get("/{quiz_id}/items/{position}", response_class=HTMLResponse)
+def item_page(
+    quiz_id: int,
+    position: int,
+    request: Request,
+    user: CurrentUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+) -> HTMLResponse:
+    quiz, item, card = load_item(session, user, quiz_id, position)
+    assert user.id is not None
+    now = clock.now()
+    previews: dict[str, datetime] = {}
+    if item.kind == "recall" and quizzes.item_state(item) == "revealed":
+        progress = get_progress(session=session, user_id=user.id, card_id=card.id)
+        previews = preview(progress=progress, user=user, settings=settings, now=now)
+    topic = session.get(Topic, card.topic)
+    return templates.TemplateResponse(
+        request,
+        "quiz/item.html",
+        {
+            "quiz": quiz,
+            "item": item,
+            "view": quizzes.item_view(item, card),
+            "card": card,
+            "topic": topic,
+            "previews": previews,
+            "now": now,
+            "until": humanize_interval,
+            "byte_units": BYTE_UNITS,
+            "next_position": position + 1 if position + 1 < quiz.size else None,
+        },
+    )
+
+
+@pages.post("/{quiz_id}/items/{position}/answer", dependencies=[CsrfChecked])
+def answer_form(
+    quiz_id: int,
+    position: int,
+    request: Request,
+    user: CurrentUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    answer: Annotated[str, Form(max_length=quizzes.MAX_TYPED_ANSWER)] = "",
+    picked: Annotated[list[int], Form()] = [],  # noqa: B006
+    value: Annotated[str, Form(max_length=100)] = "",
+    unit: Annotated[str, Form(max_length=20)] = "",
+) -> RedirectResponse:
+    _, item, _card = load_item(session, user, quiz_id, position)
+    try:
+        quizzes.answer_item(
+            session=session, user=user, item=item, settings=settings,
+            text=answer, picked=picked, value=value, unit=unit or None, now=clock.now(),
+        )  # fmt: skip
+    except quizzes.QuizError as exc:
+        flash(request, exc.message, "error")
+    return RedirectResponse(f"/quiz/{quiz_id}/items/{position}", status_code=303)
+
+
+@pages.post("/{quiz_id}/items/{position}/rate", dependencies=[CsrfChecked])
+def rate_form(
+    quiz_id: int,
+    position: int,
+    request: Request,
+    user: CurrentUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    rating: Annotated[Literal["again", "hard", "good", "easy"], Form()],
+    key_points: Annotated[list[int], Form()] = [],  # noqa: B006
+) -> RedirectResponse:
+    _, item, card = load_item(session, user, quiz_id, position)
+    now = clock.now()
+    try:
+        item = quizzes.rate_item(
+            session=session, user=user, item=item, rating=parse_rating(rating),
+            key_points=key_points, settings=settings, now=now,
+        )  # fmt: skip
+    except quizzes.QuizError as exc:
+        flash(request, exc.message, "error")
+        return RedirectResponse(f"/quiz/{quiz_id}/items/{position}", status_code=303)
+    if item.due_after is not None:
+        due_in = humanize_interval(item.due_after, now)
+        flash(request, f"{card.title}: {rating.capitalize()}, due again in {due_in}.")
+    return RedirectResponse(f"/quiz/{quiz_id}", status_code=303)

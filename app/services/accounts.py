@@ -1,0 +1,204 @@
+"""Accounts: sign-up, log-in, the guest-to-account merge, export and deletion.
+
+Passwords are hashed with argon2id through pwdlib. Every table that holds a user's rows is
+listed once, in USER_TABLES: the guest-to-account merge, the JSON export and the deletion
+all walk that list, so a new per-user table (mock interviews, ...) only has to add itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from functools import lru_cache
+from typing import Any
+
+from pwdlib import PasswordHash
+from pwdlib.hashers.argon2 import Argon2Hasher
+from sqlalchemy import Column, delete, update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, SQLModel, col, select
+
+from app.config import Settings
+from app.models import (
+    CardProgress,
+    MockInterview,
+    MockItem,
+    QuizItem,
+    QuizSession,
+    Review,
+    Submission,
+    User,
+    utcnow,
+)
+
+# Every table with a `user_id` column, children before parents (the order deletion needs).
+# tests/services/test_accounts.py fails when a table with a user_id is missing here.
+USER_TABLES: tuple[type[SQLModel], ...] = (
+    Review,
+    QuizItem,
+    QuizSession,
+    MockItem,
+    MockInterview,
+    CardProgress,
+    Submission,
+)
+
+EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+
+class AccountError(Exception):
+    """A sign-up or log-in the user can fix; `field` names the form field it is about."""
+
+    def __init__(self, message: str, field: str = "email") -> None:
+        super().__init__(message)
+        self.message, self.field = message, field
+
+
+def normalize_email(email: str) -> str:
+    return email.strip().lower()
+
+
+def check_credentials(*, email: str, password: str, settings: Settings) -> dict[str, str]:
+    """field -> problem, for a sign-up form; empty when both are acceptable."""
+    problems = {}
+    if len(email) > 254 or not EMAIL.match(email):
+        problems["email"] = "Enter an email address like name@example.com."
+    if len(password) < settings.password_min_length:
+        problems["password"] = f"Use at least {settings.password_min_length} characters."
+    elif len(password) > settings.password_max_length:
+        problems["password"] = f"Use at most {settings.password_max_length} characters."
+    return problems
+
+
+@lru_cache(maxsize=4)
+def _hasher(time_cost: int, memory_kib: int) -> PasswordHash:
+    return PasswordHash((Argon2Hasher(time_cost=time_cost, memory_cost=memory_kib),))
+
+
+def password_hasher(settings: Settings) -> PasswordHash:
+    return _hasher(settings.argon2_time_cost, settings.argon2_memory_kib)
+
+
+@lru_cache(maxsize=4)
+def _dummy_hash(time_cost: int, memory_kib: int) -> str:
+    return _hasher(time_cost, memory_kib).hash("not-a-real-password")
+
+
+def fingerprint(user: User, secret_key: str) -> str:
+    """Ties a session to the account's current password hash: a new password or account ends old sessions."""
+    message = f"{user.id}:{user.password_hash}".encode()
+    return hmac.new(secret_key.encode(), message, hashlib.sha256).hexdigest()[:32]
+
+
+def find_account(*, session: Session, email: str) -> User | None:
+    return session.exec(select(User).where(User.email == normalize_email(email))).first()
+
+
+def create_account(
+    *, session: Session, guest: User | None, email: str, password: str, settings: Settings
+) -> User:
+    """Sign up. The visiting guest's row becomes the account, so all of its progress comes along."""
+    email = normalize_email(email)
+    problems = check_credentials(email=email, password=password, settings=settings)
+    if problems:
+        field, message = next(iter(problems.items()))
+        raise AccountError(message, field)
+    if find_account(session=session, email=email) is not None:
+        raise AccountError("That email already has an account: log in instead.")
+    user = guest if guest is not None and guest.is_guest else User()
+    user.email = email
+    user.password_hash = password_hasher(settings).hash(password)
+    user.guest_token = None
+    user.last_login_at = utcnow()
+    session.add(user)
+    try:
+        session.commit()
+    except IntegrityError:  # the same email, signed up a moment ago by another request
+        session.rollback()
+        raise AccountError("That email already has an account: log in instead.") from None
+    session.refresh(user)
+    return user
+
+
+def authenticate(*, session: Session, email: str, password: str, settings: Settings) -> User | None:
+    """The account when the password matches; None otherwise, in about the same time either way."""
+    hasher = password_hasher(settings)
+    user = find_account(session=session, email=email)
+    if user is None or user.password_hash is None:
+        hasher.verify(password, _dummy_hash(settings.argon2_time_cost, settings.argon2_memory_kib))
+        return None
+    valid, updated = hasher.verify_and_update(password, user.password_hash)
+    if not valid:
+        return None
+    if updated is not None:  # the cost settings changed since this hash was made
+        user.password_hash = updated
+    user.last_login_at = utcnow()
+    session.add(user)
+    session.commit()
+    session.refresh(user)
+    return user
+
+
+def _user_id_column(table: type[SQLModel]) -> Column[Any]:
+    return table.__table__.c["user_id"]  # type: ignore[attr-defined,no-any-return]
+
+
+def merge_users(*, session: Session, source: User, target: User) -> None:
+    """Move every row of `source` (a guest) to `target` (the account logging in), then delete `source`.
+
+    Where both have studied the same card, the more recently reviewed memory state wins; every
+    review, quiz and submission is kept. Commits.
+    """
+    if source.id is None or target.id is None or source.id == target.id:
+        return
+    theirs = {
+        p.card_id: p for p in session.exec(select(CardProgress).where(CardProgress.user_id == target.id))
+    }
+    for mine in session.exec(select(CardProgress).where(CardProgress.user_id == source.id)).all():
+        other = theirs.get(mine.card_id)
+        if other is None:
+            continue
+        newer_is_mine = (mine.last_review is not None) and (
+            other.last_review is None or mine.last_review > other.last_review
+        )
+        session.delete(other if newer_is_mine else mine)
+    session.flush()
+    for table in USER_TABLES:
+        column = _user_id_column(table)
+        session.exec(
+            update(table).where(column == source.id).values({column: target.id})  # type: ignore[call-overload]
+        )
+    if target.desired_retention is None:
+        target.desired_retention = source.desired_retention
+    if target.interview_date is None:
+        target.interview_date = source.interview_date
+    session.add(target)
+    session.delete(source)
+    session.commit()
+
+
+def export_user(*, session: Session, user: User) -> dict[str, Any]:
+    """Everything stored about this user, as JSON-ready data (no password hash)."""
+    assert user.id is not None
+    tables: dict[str, list[dict[str, Any]]] = {}
+    for table in reversed(USER_TABLES):  # parents first reads better
+        rows = session.exec(select(table).where(_user_id_column(table) == user.id)).all()
+        tables[str(table.__tablename__)] = [row.model_dump(mode="json") for row in rows]
+    profile = user.model_dump(mode="json", exclude={"password_hash", "guest_token"})
+    return {
+        "format": "kvprep-export",
+        "version": 1,
+        "exported_at": utcnow().isoformat(),
+        "user": {**profile, "is_guest": user.is_guest},
+        "tables": tables,
+    }
+
+
+def delete_user(*, session: Session, user: User) -> None:
+    """Delete the user and every row of theirs. Commits."""
+    assert user.id is not None
+    for table in USER_TABLES:
+        session.exec(delete(table).where(_user_id_column(table) == user.id))  # type: ignore[call-overload]
+    session.exec(delete(User).where(col(User.id) == user.id))  # type: ignore[call-overload]
+    session.commit()

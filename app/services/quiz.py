@@ -1,0 +1,421 @@
+"""Quiz sessions: choose the cards, ask each as recall, multiple choice or a numeric problem, rate.
+
+- Recall: the card's question, an optional typed answer, then the strong answer; the user
+  ticks the key points they got and rates Again / Hard / Good / Easy.
+- Multiple choice: some of the card's key points against distractors taken from the common
+  wrong answers (the card's own first, then its topic's). A wrong pick shows why it is wrong
+  and counts as Again; missing a right one is Hard; exactly the right ones is Good.
+- Numeric: a problem generated from a real model config (app/services/numeric.py), checked
+  with its unit and tolerance: right is Good, wrong is Again and shows the worked solution.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from fsrs import Rating
+from sqlmodel import Session, col, select
+
+from app.config import Settings
+from app.models import Card, CardProgress, QuizItem, QuizSession, User, utcnow
+from app.services import numeric, scheduling
+
+KINDS = ("recall", "choice", "numeric")
+MODES = ("topics", "due", "weakest")
+MAX_TYPED_ANSWER = 5000
+CHOICE_PROMPT = "Which of these belong in a strong answer? Tick every one that does."
+
+
+class QuizError(Exception):
+    """A request that does not fit the quiz's state; `status` is the HTTP status to answer with."""
+
+    def __init__(self, message: str, status: int = 409) -> None:
+        super().__init__(message)
+        self.message, self.status = message, status
+
+
+@dataclass(frozen=True)
+class QuizSpec:
+    mode: str = "topics"
+    topics: tuple[str, ...] = ()
+    difficulty: str | None = None
+    size: int = 10
+    kinds: tuple[str, ...] = KINDS
+    seed: int | None = field(default=None, compare=False)  # tests fix it; otherwise random
+
+
+# --- choosing cards ------------------------------------------------------------------------------
+
+
+def _pool(*, session: Session, spec: QuizSpec) -> list[Card]:
+    query = select(Card).where(col(Card.retired).is_(False))
+    if spec.topics:
+        query = query.where(col(Card.topic).in_(list(spec.topics)))
+    if spec.difficulty:
+        query = query.where(Card.difficulty == spec.difficulty)
+    cards = list(session.exec(query).all())
+    if set(spec.kinds) == {"numeric"}:
+        cards = [c for c in cards if numeric.has_numeric(c.topic)]
+    return cards
+
+
+def select_cards(
+    *, session: Session, user: User, spec: QuizSpec, settings: Settings, now: datetime
+) -> list[Card]:
+    assert user.id is not None
+    positions = scheduling.topic_positions(session=session)
+    if spec.mode == "due":
+        allowed = {c.id for c in _pool(session=session, spec=spec)}
+        queue = scheduling.due_queue(
+            session=session,
+            user=user,
+            settings=settings,
+            now=now,
+            topics=spec.topics,
+            difficulty=spec.difficulty,
+        )
+        return [c for c in queue if c.id in allowed][: spec.size]
+
+    pool = _pool(session=session, spec=spec)
+    progress = {
+        p.card_id: p for p in session.exec(select(CardProgress).where(CardProgress.user_id == user.id)).all()
+    }
+    if spec.mode == "weakest":
+        scheduler = scheduling.scheduler_for(user=user, settings=settings, now=now, fuzz=False)
+        horizon = scheduling.mastery_horizon_days(user, now)
+        order = scheduling.weakest_topics(session=session, user=user, settings=settings, now=now)
+        rank = {slug: i for i, slug in enumerate(order)}
+
+        def held(card: Card) -> float:
+            mine = progress.get(card.id)
+            return scheduling.card_mastery(progress=mine, scheduler=scheduler, now=now, horizon_days=horizon)
+
+        ordered = sorted(pool, key=lambda c: (rank.get(c.topic, len(rank)), held(c), c.title))
+        return ordered[: spec.size]
+
+    # By topic: what is due first (most overdue first), then unseen cards in study order, then the rest.
+    due = sorted(
+        (c for c in pool if c.id in progress and progress[c.id].due <= now), key=lambda c: progress[c.id].due
+    )
+    unseen = scheduling.study_order((c for c in pool if c.id not in progress), positions)
+    later = sorted(
+        (c for c in pool if c.id in progress and progress[c.id].due > now), key=lambda c: progress[c.id].due
+    )
+    return (due + unseen + later)[: spec.size]
+
+
+def assign_kinds(cards: Sequence[Card], kinds: Sequence[str]) -> list[str]:
+    """Cycle through the chosen kinds; a card without a numeric problem takes the next kind.
+
+    Then every chosen kind that some card could take but none got replaces a repeated kind,
+    so a short mixed quiz still has one of each.
+    """
+    cycle = [k for k in KINDS if k in kinds] or ["recall"]
+
+    def fits(card: Card, kind: str) -> bool:
+        return kind != "numeric" or numeric.has_numeric(card.topic)
+
+    out: list[str] = []
+    for i, card in enumerate(cards):
+        options = [cycle[(i + j) % len(cycle)] for j in range(len(cycle))]
+        out.append(next((k for k in options if fits(card, k)), "recall"))
+    for kind in cycle:
+        if kind in out:
+            continue
+        for i in reversed(range(len(cards))):
+            if fits(cards[i], kind) and out.count(out[i]) > 1:
+                out[i] = kind
+                break
+    return out
+
+
+# --- building questions ----------------------------------------------------------------------------
+
+
+def _unquote(text: str) -> str:
+    text = text.strip()
+    for left, right in (('"', '"'), ("\u201c", "\u201d")):
+        if len(text) > 1 and text.startswith(left) and text.endswith(right):
+            return text[1:-1].strip()
+    return text
+
+
+def build_choice(card: Card, topic_cards: Sequence[Card], rng: random.Random) -> dict[str, Any]:
+    key_points: list[str] = card.data["key_points"]
+    n_correct = min(len(key_points), rng.choice([1, 2, 2, 3]))
+    correct = rng.sample(key_points, n_correct)
+    own = list(card.data["wrong_answers"])
+    rng.shuffle(own)
+    others = [{**w, "card_id": c.id} for c in topic_cards if c.id != card.id for w in c.data["wrong_answers"]]
+    rng.shuffle(others)
+    n_wrong = max(1, min(3, 5 - n_correct))
+    wrong = ([{**w, "card_id": card.id} for w in own] + others)[:n_wrong]
+    options: list[dict[str, Any]] = [{"text": kp, "correct": True, "why": None} for kp in correct]
+    options += [
+        {"text": _unquote(w["answer"]), "correct": False, "why": w["why"], "card_id": w["card_id"]}
+        for w in wrong
+    ]
+    rng.shuffle(options)
+    return {"prompt": CHOICE_PROMPT, "options": options}
+
+
+def build_payload(
+    *, card: Card, kind: str, rng: random.Random, topic_cards: Sequence[Card]
+) -> dict[str, Any]:
+    if kind == "choice":
+        return build_choice(card, topic_cards, rng)
+    if kind == "numeric":
+        question = numeric.generate(card.topic, rng)
+        if question is None:
+            raise ValueError(f"topic {card.topic!r} has no numeric questions")
+        return question.to_payload()
+    return {}
+
+
+def start_quiz(
+    *, session: Session, user: User, spec: QuizSpec, settings: Settings, now: datetime | None = None
+) -> QuizSession:
+    """Choose the cards and freeze every question; QuizError(422) when nothing matches."""
+    now = now or utcnow()
+    assert user.id is not None
+    if spec.mode not in MODES:
+        raise QuizError(f"Unknown mode {spec.mode!r}", 422)
+    if not 1 <= spec.size <= settings.quiz_max_size:
+        raise QuizError(f"A quiz has 1 to {settings.quiz_max_size} cards", 422)
+    kinds = tuple(k for k in KINDS if k in spec.kinds)
+    if not kinds or len(kinds) != len(set(spec.kinds)):
+        raise QuizError("Choose question kinds among recall, choice and numeric", 422)
+    spec = QuizSpec(spec.mode, spec.topics, spec.difficulty, spec.size, kinds, spec.seed)
+    cards = select_cards(session=session, user=user, spec=spec, settings=settings, now=now)
+    if not cards:
+        if spec.mode == "due":
+            raise QuizError("Nothing is due right now. Start a quiz by topic, or come back later.", 422)
+        raise QuizError("No card matches those choices.", 422)
+    rng = random.Random(spec.seed if spec.seed is not None else secrets.randbits(64))
+    by_topic: dict[str, list[Card]] = {}
+    for c in session.exec(select(Card).where(col(Card.retired).is_(False))).all():
+        by_topic.setdefault(c.topic, []).append(c)
+    quiz = QuizSession(
+        user_id=user.id,
+        mode=spec.mode,
+        topics=list(spec.topics),
+        difficulty=spec.difficulty,
+        kinds=list(kinds),
+        size=len(cards),
+        created_at=now,
+    )
+    session.add(quiz)
+    session.flush()
+    assert quiz.id is not None
+    for position, (card, kind) in enumerate(zip(cards, assign_kinds(cards, kinds), strict=True)):
+        payload = build_payload(card=card, kind=kind, rng=rng, topic_cards=by_topic.get(card.topic, []))
+        session.add(
+            QuizItem(
+                session_id=quiz.id,
+                user_id=user.id,
+                position=position,
+                card_id=card.id,
+                kind=kind,
+                payload=payload,
+            )
+        )
+    session.commit()
+    session.refresh(quiz)
+    return quiz
+
+
+# --- reading quizzes, with ownership --------------------------------------------------------------
+
+
+def get_quiz(*, session: Session, user_id: int, quiz_id: int) -> QuizSession | None:
+    """The quiz if it belongs to this user; someone else's is indistinguishable from a missing one."""
+    quiz = session.get(QuizSession, quiz_id)
+    return quiz if quiz is not None and quiz.user_id == user_id else None
+
+
+def quiz_items(*, session: Session, quiz: QuizSession) -> list[QuizItem]:
+    return list(
+        session.exec(
+            select(QuizItem).where(QuizItem.session_id == quiz.id).order_by(col(QuizItem.position))
+        ).all()
+    )
+
+
+def get_item(*, session: Session, quiz: QuizSession, position: int) -> QuizItem | None:
+    return session.exec(
+        select(QuizItem).where(QuizItem.session_id == quiz.id, QuizItem.position == position)
+    ).first()
+
+
+def current_position(items: Sequence[QuizItem]) -> int | None:
+    """The first question not yet rated; None once the quiz is done."""
+    return next((i.position for i in items if i.rated_at is None), None)
+
+
+def recent_quizzes(*, session: Session, user_id: int, limit: int = 10) -> list[QuizSession]:
+    return list(
+        session.exec(
+            select(QuizSession)
+            .where(QuizSession.user_id == user_id)
+            .order_by(col(QuizSession.created_at).desc(), col(QuizSession.id).desc())
+            .limit(limit)
+        ).all()
+    )
+
+
+# --- answering and rating --------------------------------------------------------------------------
+
+
+def _rate(
+    *, session: Session, user: User, item: QuizItem, rating: Rating, settings: Settings, now: datetime
+) -> None:
+    progress = scheduling.review_card(
+        session=session,
+        user=user,
+        card_id=item.card_id,
+        rating=rating,
+        source=item.kind,
+        settings=settings,
+        now=now,
+        quiz_item_id=item.id,
+    )
+    item.rating = int(rating)
+    item.rated_at = now
+    item.due_after = progress.due
+    session.add(item)
+    quiz = session.get(QuizSession, item.session_id)
+    if quiz is not None and quiz.finished_at is None:
+        session.flush()
+        if current_position(quiz_items(session=session, quiz=quiz)) is None:
+            quiz.finished_at = now
+            session.add(quiz)
+
+
+def grade_choice(payload: dict[str, Any], picked: set[int]) -> Rating:
+    options = payload["options"]
+    if any(not options[i]["correct"] for i in picked):
+        return Rating.Again
+    if not picked:
+        return Rating.Again
+    if any(o["correct"] and i not in picked for i, o in enumerate(options)):
+        return Rating.Hard
+    return Rating.Good
+
+
+def answer_item(
+    *,
+    session: Session,
+    user: User,
+    item: QuizItem,
+    settings: Settings,
+    text: str | None = None,
+    picked: Sequence[int] = (),
+    value: str | None = None,
+    unit: str | None = None,
+    now: datetime | None = None,
+) -> QuizItem:
+    """Record an answer. Recall reveals the strong answer (rated next); choice and numeric rate themselves."""
+    now = now or utcnow()
+    if item.answered_at is not None:
+        raise QuizError("This question is already answered")
+    rating: Rating | None = None
+    if item.kind == "recall":
+        item.response = {"answer": (text or "").strip()[:MAX_TYPED_ANSWER]}
+    elif item.kind == "choice":
+        options = item.payload["options"]
+        chosen = set(picked)
+        if any(not 0 <= i < len(options) for i in chosen):
+            raise QuizError("No such option", 422)
+        rating = grade_choice(item.payload, chosen)
+        item.response = {"picked": sorted(chosen)}
+        item.correct = rating == Rating.Good
+    elif item.kind == "numeric":
+        result = numeric.check_answer(item.payload, value or "", unit)
+        item.response = {"value": value or "", "unit": unit, "given": result.given, "message": result.message}
+        item.correct = result.correct
+        rating = Rating.Good if result.correct else Rating.Again
+    item.answered_at = now
+    session.add(item)
+    if rating is not None:
+        _rate(session=session, user=user, item=item, rating=rating, settings=settings, now=now)
+    session.commit()
+    session.refresh(item)
+    return item
+
+
+def rate_item(
+    *,
+    session: Session,
+    user: User,
+    item: QuizItem,
+    rating: Rating,
+    settings: Settings,
+    key_points: Sequence[int] = (),
+    now: datetime | None = None,
+) -> QuizItem:
+    """Rate a revealed recall question, with the key points the user says they got."""
+    now = now or utcnow()
+    if item.kind != "recall":
+        raise QuizError("This question rated itself when you answered it")
+    if item.answered_at is None:
+        raise QuizError("Reveal the strong answer before rating")
+    if item.rated_at is not None:
+        raise QuizError("This question is already rated")
+    card = session.get(Card, item.card_id)
+    n_points = len(card.data["key_points"]) if card else 0
+    ticked = sorted({i for i in key_points if 0 <= i < n_points})
+    item.response = {**(item.response or {}), "key_points": ticked}
+    _rate(session=session, user=user, item=item, rating=rating, settings=settings, now=now)
+    session.commit()
+    session.refresh(item)
+    return item
+
+
+def item_state(item: QuizItem) -> str:
+    if item.rated_at is not None:
+        return "rated"
+    return "revealed" if item.answered_at is not None else "open"
+
+
+def item_view(item: QuizItem, card: Card) -> dict[str, Any]:
+    """What a client may see of a question: the expected answer only once the user has answered."""
+    state = item_state(item)
+    view: dict[str, Any] = {
+        "position": item.position,
+        "kind": item.kind,
+        "state": state,
+        "card": {"id": card.id, "title": card.title, "topic": card.topic, "difficulty": card.difficulty},
+        "question": card.data["question"],
+    }
+    payload = item.payload
+    if item.kind == "choice":
+        view["prompt"] = payload["prompt"]
+        view["options"] = [{"index": i, "text": o["text"]} for i, o in enumerate(payload["options"])]
+    elif item.kind == "numeric":
+        view["prompt"] = payload["prompt"]
+        view["units"] = payload["units"]
+        view["config"] = payload.get("config") or {}
+        view["tolerance"] = payload["tolerance"]
+    if state == "open":
+        return view
+    view["response"] = item.response
+    view["correct"] = item.correct
+    view["key_points"] = card.data["key_points"]
+    if item.kind == "choice":
+        view["options"] = [
+            {"index": i, "text": o["text"], "correct": o["correct"], "why": o["why"]}
+            for i, o in enumerate(payload["options"])
+        ]
+    elif item.kind == "numeric":
+        view["answer"] = payload["answer"]
+        view["answer_text"] = payload["answer_text"]
+        view["solution"] = payload["solution"]
+    if state == "rated":
+        view["rating"] = scheduling.RATING_NAMES[Rating(item.rating or 1)]
+        view["due"] = item.due_after.isoformat() if item.due_after else None
+    return view

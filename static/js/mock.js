@@ -1,0 +1,236 @@
+// The running mock interview: a countdown that follows the server's clock (so it survives a reload
+// and agrees across tabs), drafts that survive a reload, and the coding problem's editor and verdicts.
+// The server decides: when the countdown reaches zero the page asks it, and it closes the interview.
+(function () {
+  const root = document.getElementById("mock");
+  if (!root || !root.classList.contains("mock-run")) return;
+  const id = root.dataset.mockId;
+  const clock = document.getElementById("clock");
+  const timeUp = document.getElementById("time-up");
+  let deadline = Date.parse(root.dataset.deadline);
+  // Server time minus this browser's time: the countdown runs on the server's clock.
+  let skew = Date.parse(root.dataset.now) - Date.now();
+  let closing = false;
+
+  const format = (ms) => {
+    const s = Math.max(0, Math.ceil(ms / 1000));
+    return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
+  };
+  const remaining = () => deadline - (Date.now() + skew);
+  const controls = () => root.querySelectorAll("button, textarea, input, select");
+
+  function tick() {
+    const left = remaining();
+    clock.textContent = format(left);
+    clock.classList.toggle("low", left <= 60_000);
+    document.title = `${format(left)} left · Mock interview · kvprep`;
+    if (left <= 0 && !closing) timeIsUp();
+  }
+
+  // Where the interview stands on the server: another tab may have answered, or the time run out.
+  async function sync() {
+    const sent = Date.now();
+    const response = await fetch(`/api/mock/${id}`, { headers: { Accept: "application/json" } });
+    if (!response.ok) throw new Error(`status ${response.status}`);
+    const state = await response.json();
+    skew = Date.parse(state.now) + (Date.now() - sent) / 2 - Date.now();
+    deadline = Date.parse(state.deadline);
+    const current = state.current;
+    const moved =
+      current && (String(current.position) !== root.dataset.position || current.step !== root.dataset.step);
+    if (state.status !== "running" || moved) location.reload();
+    return state;
+  }
+
+  async function timeIsUp() {
+    closing = true;
+    timeUp.hidden = false;
+    controls().forEach((el) => { el.disabled = true; });
+    try {
+      const state = await sync();
+      if (state.status === "running") {
+        // This browser's clock ran ahead of the server's: carry on.
+        closing = false;
+        timeUp.hidden = true;
+        controls().forEach((el) => { el.disabled = false; });
+      }
+    } catch (err) {
+      setTimeout(() => location.reload(), 2000);
+    }
+  }
+
+  tick();
+  setInterval(tick, 250);
+  setInterval(() => sync().catch(() => {}), 15_000);
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "visible") sync().catch(() => {});
+  });
+
+  document.getElementById("finish-form").addEventListener("submit", (event) => {
+    if (!window.confirm("End the interview now? The clock stops and you go on to score your answers.")) {
+      event.preventDefault();
+    }
+  });
+
+  // A typed answer survives a reload (and a crash) until it is sent.
+  const form = document.getElementById("answer-form");
+  const answer = document.getElementById("answer");
+  const draftStatus = document.getElementById("draft-status");
+  if (form && answer) {
+    const key = `kvprep:mock:${id}:${root.dataset.position}:${root.dataset.step}`;
+    const saved = localStorage.getItem(key);
+    if (saved !== null && !answer.value) answer.value = saved;
+    answer.addEventListener("input", () => {
+      localStorage.setItem(key, answer.value);
+      draftStatus.textContent = "Draft kept in this browser";
+    });
+    answer.focus();
+    let sent = false;
+    form.addEventListener("submit", (event) => {
+      if (sent || closing) {
+        event.preventDefault();
+        return;
+      }
+      sent = true;
+      localStorage.removeItem(key);
+    });
+  }
+
+  const coding = root.querySelector(".mock-coding");
+  if (coding) setUpCoding();
+
+  function setUpCoding() {
+    const textarea = document.getElementById("code");
+    const key = `kvprep:mock:${id}:code`;
+    const saved = localStorage.getItem(key);
+    if (saved !== null) textarea.value = saved;
+    const save = (text) => localStorage.setItem(key, text);
+    let editor = null;
+    if (window.kvprepEditor) {
+      editor = window.kvprepEditor.mount(textarea, { onChange: save });
+    } else {
+      textarea.addEventListener("input", () => save(textarea.value));
+    }
+    const getCode = () => (editor ? editor.getValue() : textarea.value);
+
+    const results = document.getElementById("results");
+    const verdict = document.getElementById("verdict");
+    const tests = document.getElementById("tests");
+    const diagnosis = document.getElementById("diagnosis");
+    const attempts = document.getElementById("attempts");
+    const submit = document.getElementById("submit-code");
+    const labels = {
+      passed: "Passed: every test matches the reference.",
+      failed: "Failed: see which test and why below.",
+      error: "Error: the code could not run.",
+      timeout: "Timeout: the code ran past the time limit.",
+      memory_limit: "Memory limit: the code used too much memory.",
+    };
+
+    function show(text, cls) {
+      results.hidden = false;
+      verdict.className = `verdict-banner ${cls}`;
+      verdict.textContent = text;
+    }
+
+    function attemptItem(data) {
+      const li = document.createElement("li");
+      li.dataset.id = data.id;
+      const badge = document.createElement("span");
+      const label = data.verdict || data.status;
+      badge.className = `badge ${data.verdict || "queued"}`;
+      badge.textContent = label;
+      li.className = data.verdict ? (data.verdict === "passed" ? "pass" : "fail") : "";
+      li.append(badge);
+      if (data.duration_ms !== undefined) li.append(` ${data.duration_ms} ms`);
+      return li;
+    }
+
+    function render(data) {
+      show(labels[data.verdict] || data.verdict, data.verdict);
+      tests.replaceChildren();
+      for (const t of data.tests || []) {
+        const li = document.createElement("li");
+        li.className = t.passed ? "pass" : "fail";
+        li.textContent = `${t.passed ? "✓" : "✗"} ${t.name}`;
+        if (t.message) {
+          const msg = document.createElement("span");
+          msg.className = "message";
+          msg.textContent = t.message;
+          li.appendChild(msg);
+        }
+        tests.appendChild(li);
+      }
+      diagnosis.replaceChildren();
+      for (const d of data.diagnosis || []) {
+        const p = document.createElement("p");
+        p.className = "diagnosis";
+        p.textContent = d;
+        diagnosis.appendChild(p);
+      }
+    }
+
+    function track(data) {
+      document.getElementById("no-attempts")?.remove();
+      const li = attemptItem(data);
+      const old = attempts.querySelector(`li[data-id="${data.id}"]`);
+      if (old) old.replaceWith(li); else attempts.prepend(li);
+    }
+
+    async function poll(submissionId) {
+      for (let delay = 50; ; delay = Math.min(delay * 1.5, 1000)) {
+        const response = await fetch(`/api/submissions/${submissionId}`, { headers: { Accept: "application/json" } });
+        if (!response.ok) throw new Error(`status ${response.status}`);
+        const data = await response.json();
+        if (data.status === "done") return data;
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
+
+    // Submissions still grading when the page was (re)loaded.
+    const existing = JSON.parse(document.getElementById("submissions-data").textContent);
+    attempts.replaceChildren(...existing.slice().reverse().map((s) => attemptItem(s)));
+    if (!existing.length) {
+      const li = document.createElement("li");
+      li.className = "muted";
+      li.id = "no-attempts";
+      li.textContent = "No submission yet.";
+      attempts.append(li);
+    }
+    for (const s of existing) {
+      if (s.status !== "done") poll(s.id).then(track).catch(() => {});
+    }
+
+    submit.addEventListener("click", async () => {
+      submit.disabled = true;
+      show("Grading…", "grading");
+      tests.replaceChildren();
+      diagnosis.replaceChildren();
+      try {
+        const response = await fetch(`/api/mock/${id}/submissions`, {
+          method: "POST",
+          headers: { "Content-Type": "application/json", Accept: "application/json" },
+          body: JSON.stringify({ code: getCode() }),
+        });
+        const body = await response.json().catch(() => ({}));
+        if (response.status === 409) {
+          show(body.detail ? String(body.detail) : "The interview is over.", "error");
+          timeIsUp();
+        } else if (response.status === 429) {
+          show(`Slow down: try again in ${response.headers.get("Retry-After")} s.`, "error");
+        } else if (!response.ok) {
+          show(body.detail ? String(body.detail) : `Submission refused (${response.status})`, "error");
+        } else {
+          track(body);
+          const data = await poll(body.id);
+          track(data);
+          render(data);
+        }
+      } catch (err) {
+        show(`Could not reach the grader: ${err.message}`, "error");
+      } finally {
+        if (!closing) submit.disabled = false;
+      }
+    });
+  }
+})();
