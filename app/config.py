@@ -46,6 +46,8 @@ class Settings(BaseSettings):
     # Grading queue: empty means the embedded queue (SQLite file, worker threads in the app);
     # a redis:// URL lets separate `kvprep worker` machines share the work.
     redis_url: str = Field(default="", validation_alias=AliasChoices("REDIS_URL", "KVPREP_REDIS_URL"))
+    # The queue's name: web servers and `kvprep worker` machines that share it share the work.
+    queue_name: str = "kvprep"
     # The embedded queue's store when REDIS_URL is empty: a SQLite file, or "memory" (tests).
     embedded_queue: Literal["sqlite", "memory"] = "sqlite"
     queue_file: Path = ROOT / "var" / "grading-queue.sqlite3"

@@ -41,7 +41,7 @@ def create_submission(
     find_challenge(catalog, slug)
     if len(payload.code.encode("utf-8", "surrogatepass")) > settings.max_code_bytes:
         raise HTTPException(413, f"Code is over {settings.max_code_bytes // 1024} KiB")
-    wait = request.app.state.submit_limiter.hit(f"user:{user.id}")
+    wait = request.app.state.submit_limiter.hit(f"{settings.queue_name}:submit:{user.id}")
     if wait:
         raise HTTPException(429, "You are submitting too fast", headers={"Retry-After": str(wait)})
     submission = request.app.state.grading.submit(

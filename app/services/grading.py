@@ -29,11 +29,12 @@ TASK_NAME = "kvprep.grade_submission"
 
 def make_huey(settings: Settings) -> Huey:
     if settings.redis_url:
-        return RedisHuey("kvprep", url=settings.redis_url, blocking=True, read_timeout=1)
+        # BRPOP: an idle worker wakes the moment a task arrives, on any machine.
+        return RedisHuey(settings.queue_name, url=settings.redis_url, blocking=True, read_timeout=1)
     if settings.embedded_queue == "memory":
-        return MemoryHuey("kvprep")
+        return MemoryHuey(settings.queue_name)
     settings.queue_file.parent.mkdir(parents=True, exist_ok=True)
-    return SqliteHuey("kvprep", filename=str(settings.queue_file))
+    return SqliteHuey(settings.queue_name, filename=str(settings.queue_file))
 
 
 def grade_submission(

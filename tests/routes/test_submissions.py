@@ -154,3 +154,21 @@ def test_verdicts_feed_spaced_repetition(grading_client: TestClient, db_url: str
         progress = {p.card_id for p in session.exec(select(CardProgress)).all()}
     engine.dispose()
     assert concept_cards and concept_cards <= reviewed <= progress
+
+
+def test_grading_through_redis(db_url: str) -> None:
+    """With REDIS_URL the same task goes through Redis, as `kvprep worker` machines would share it."""
+    import secrets
+
+    settings = Settings(
+        database_url=db_url,
+        redis_url="redis://127.0.0.1:6379/0",
+        queue_name=f"kvprep-test-{secrets.token_hex(4)}",
+        grading_workers=1,
+    )
+    app = create_app(settings)
+    with TestClient(app) as client:
+        assert type(app.state.grading.huey).__name__ == "RedisHuey"
+        solution = (CHALLENGES / "kv-cache-bytes" / "solution.py").read_text()
+        assert wait_for_verdict(client, submit(client, "kv-cache-bytes", solution))["verdict"] == "passed"
+        app.state.grading.huey.flush()
