@@ -272,7 +272,8 @@ def post_code(
         mocks.ensure_running(session=session, mock=mock, now=now)
     except mocks.MockError as exc:
         raise _http(exc) from None
-    wait = request.app.state.submit_limiter.hit(f"user:{user.id}")
+    # The same bucket as the challenge pages: a mock interview is no way around the rate limit.
+    wait = request.app.state.submit_limiter.hit(f"{settings.queue_name}:submit:{user.id}")
     if wait:
         raise HTTPException(429, "You are submitting too fast", headers={"Retry-After": str(wait)})
     try:
@@ -311,9 +312,7 @@ def post_score(
     mock = find_mock(session, user.id, mock_id)
     marks = {m.position: mocks.Mark(tuple(m.key_points), m.follow_up) for m in body.items}
     try:
-        mocks.score_mock(
-            session=session, user=user, mock=mock, marks=marks, settings=settings, catalog=catalog, now=now
-        )
+        mocks.score_mock(session=session, user=user, mock=mock, marks=marks, settings=settings, now=now)
     except mocks.MockError as exc:
         raise _http(exc) from None
     return mocks.build_report(session=session, mock=mock, catalog=catalog, now=now).to_json()
@@ -550,7 +549,6 @@ def mock_score_form(
     request: Request,
     session: SessionDep,
     settings: SettingsDep,
-    catalog: CatalogDep,
     user: CurrentUser,
     clock: ClockDep,
     form: Annotated[FormData, Depends(form_data)],
@@ -567,7 +565,6 @@ def mock_score_form(
             mock=mock,
             marks=marks,
             settings=settings,
-            catalog=catalog,
             now=clock.now(),
         )
     except mocks.MockError as exc:

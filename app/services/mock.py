@@ -32,7 +32,9 @@ key points covered, or 1 right / 0.5 partly right / 0 wrong) + 0.3 x its follow-
 question asked but not answered scores 0, and so does one the clock never reached. The
 coding problem scores 1 when a submission passed, else half the share of the grader's
 tests the last graded submission passed, and counts double in the overall score. Each
-question asked feeds spaced repetition once: Good from 0.8, Hard from 0.5, Again below.
+question asked feeds spaced repetition once, at scoring: Good from 0.8, Hard from 0.5, Again
+below. The coding problem's verdicts feed it already, as every graded submission does
+(app/services/grading.py).
 
 Common wrong answers. An answer (or follow-up answer) "matches" a card's common wrong
 answer when it contains at least half of the wrong answer's content words, at least three
@@ -656,7 +658,6 @@ def score_mock(
     mock: MockInterview,
     marks: Mapping[int, Mark],
     settings: Settings,
-    catalog: Catalog,
     now: datetime,
 ) -> None:
     """Store the user's ticks, feed every question asked into spaced repetition, once. Commits."""
@@ -690,21 +691,6 @@ def score_mock(
     mock.scored_at = now
     session.add(mock)
     session.commit()
-    outcome = None
-    for item in mock_items(session=session, mock=mock):
-        if item.kind == "challenge":
-            outcome = challenge_outcome(session=session, item=item, catalog=catalog)
-    if outcome is not None and outcome.attempts and outcome.final:
-        challenge = catalog.challenge(outcome.slug)
-        scheduling.record_challenge_result(
-            session=session,
-            user_id=user.id,
-            slug=outcome.slug,
-            passed=outcome.passed,
-            topics=challenge.meta.topics if challenge else [],
-            now=now,
-            settings=settings,
-        )
     session.refresh(mock)
 
 

@@ -260,9 +260,7 @@ def test_scoring_feeds_spaced_repetition_once(db: Session, settings: Settings) -
     user = make_user(db, guest_token="g")
     mock = start(db, settings, user, topics=("rope", "flashattention"))
     with pytest.raises(mocks.MockError, match="still running"):
-        mocks.score_mock(
-            session=db, user=user, mock=mock, marks={}, settings=settings, catalog=catalog(), now=NOW
-        )
+        mocks.score_mock(session=db, user=user, mock=mock, marks={}, settings=settings, now=NOW)
     items = mocks.mock_items(session=db, mock=mock)
     # Answer the first question and its follow-up, half of the second, then the clock runs out.
     for position, step in [(0, "question"), (0, "follow_up"), (1, "question")]:
@@ -271,9 +269,7 @@ def test_scoring_feeds_spaced_repetition_once(db: Session, settings: Settings) -
     end = mock.deadline + timedelta(seconds=5)
     n0 = len(db.get(Card, items[0].card_id).data["key_points"])
     marks = {0: mocks.Mark(tuple(range(n0)), True), 1: mocks.Mark((0,), True), 2: mocks.Mark((0, 1), True)}
-    mocks.score_mock(
-        session=db, user=user, mock=mock, marks=marks, settings=settings, catalog=catalog(), now=end
-    )
+    mocks.score_mock(session=db, user=user, mock=mock, marks=marks, settings=settings, now=end)
     items = mocks.mock_items(session=db, mock=mock)
     assert items[0].covered == list(range(n0)) and items[0].follow_up_covered is True
     assert items[1].follow_up_covered is False  # no follow-up answer: nothing to cover
@@ -284,9 +280,7 @@ def test_scoring_feeds_spaced_repetition_once(db: Session, settings: Settings) -
     again = scheduling.get_progress(session=db, user_id=user.id, card_id=items[1].card_id)
     assert again is not None and again.due == items[1].due_after
     with pytest.raises(mocks.MockError, match="already scored"):
-        mocks.score_mock(
-            session=db, user=user, mock=mock, marks={}, settings=settings, catalog=catalog(), now=end
-        )
+        mocks.score_mock(session=db, user=user, mock=mock, marks={}, settings=settings, now=end)
 
     report = mocks.build_report(session=db, mock=mock, catalog=catalog(), now=end)
     assert report.scored and report.ended_by == "deadline" and report.seconds_used == 15 * 60
@@ -357,9 +351,7 @@ def test_sharing_needs_a_score_and_can_be_revoked(db: Session, settings: Setting
     with pytest.raises(mocks.MockError, match="Score"):
         mocks.share(session=db, mock=mock)
     mocks.finish(session=db, mock=mock, now=NOW + timedelta(minutes=1))
-    mocks.score_mock(
-        session=db, user=user, mock=mock, marks={}, settings=settings, catalog=catalog(), now=NOW
-    )
+    mocks.score_mock(session=db, user=user, mock=mock, marks={}, settings=settings, now=NOW)
     token = mocks.share(session=db, mock=mock)
     assert len(token) >= 32 and mocks.share(session=db, mock=mock) == token
     assert mocks.get_shared(session=db, token=token) == mock
