@@ -71,10 +71,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(title="kvprep", summary="Interview trainer for LLM inference", lifespan=lifespan)
     app.state.settings = settings
-    app.state.submit_limiter = RateLimiter(
-        f"{settings.submissions_per_minute}/minute", settings.redis_url or "memory://"
-    )
+    # Rate limits live in Redis when there is one, so every server process counts together.
     limits_storage = settings.redis_url or "memory://"
+    app.state.submit_limiter = RateLimiter(f"{settings.submissions_per_minute}/minute", limits_storage)
     app.state.login_limiter = RateLimiter(f"{settings.login_attempts_per_minute}/minute", limits_storage)
     app.state.signup_limiter = RateLimiter(f"{settings.signups_per_hour}/hour", limits_storage)
     app.state.engine = get_engine() if settings is get_settings() else make_engine(settings.database_url)
