@@ -1,4 +1,6 @@
-"""`kvprep bench grader`: submit-to-verdict latency through the HTTP API of a running server.
+"""`kvprep bench grader` and `kvprep bench pages`: latency through the HTTP API of a server.
+
+`bench pages` times the main pages and API calls (p50/p95 of 100 keep-alive requests each).
 
 One run measures, on this machine:
 - the baseline: median wall time of a cold `python -c "import torch"` (what a fresh process
@@ -37,8 +39,10 @@ class Client:
         self.conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=120)
         self.cookie = ""
 
-    def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
-        headers = {"Accept": "application/json"}
+    def request(
+        self, method: str, path: str, body: dict | None = None, accept: str = "application/json"
+    ) -> tuple[int, dict]:
+        headers = {"Accept": accept}
         if self.cookie:
             headers["Cookie"] = self.cookie
         payload = None
@@ -53,6 +57,8 @@ class Client:
         cookie = response.getheader("set-cookie")
         if cookie:
             self.cookie = cookie.split(";", 1)[0]
+        if "json" not in (response.getheader("content-type") or ""):
+            return response.status, {}
         return response.status, json.loads(data) if data else {}
 
     def submit_and_wait(
@@ -153,6 +159,53 @@ def run(base: str, n_sequential: int, n_burst: int, baseline_runs: int) -> dict[
         "burst_passed": verdicts.count("passed"),
         "burst_wall_s": round(burst_s, 2),
     }
+
+
+PAGES = [
+    "/",
+    "/cards",
+    "/cards?q=gqa+memory",
+    "/cards/what-the-cache-stores",
+    "/challenges/decode-step",
+    "/api/cards?page_size=50",
+    "/progress",
+]
+
+
+def run_pages(base: str, n: int) -> dict[str, dict[str, float]]:
+    client = Client(base)
+    figures = {}
+    for path in PAGES:
+        client.request("GET", path, accept="text/html")
+        times = []
+        for _ in range(n):
+            start = time.perf_counter()
+            status, _ = client.request("GET", path, accept="text/html")
+            times.append(time.perf_counter() - start)
+            if status != 200:
+                raise RuntimeError(f"GET {path}: HTTP {status}")
+        figures[path] = {
+            "p50_ms": round(statistics.median(times) * 1000, 1),
+            "p95_ms": round(percentile(times, 0.95) * 1000, 1),
+        }
+    return figures
+
+
+def pages_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="kvprep bench pages", description=__doc__)
+    parser.add_argument("--url", help="a running server (default: start one)")
+    parser.add_argument("--n", type=int, default=100, help="requests per page")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, base = (None, args.url) if args.url else start_server(Path(tmp))
+        try:
+            figures = run_pages(base, args.n)
+        finally:
+            if proc is not None:
+                proc.terminate()
+                proc.wait(timeout=30)
+    print(json.dumps(figures, indent=2))
+    return 0
 
 
 def main(argv: list[str]) -> int:

@@ -117,6 +117,10 @@ def main(argv: list[str] | None = None) -> int:
         from app.bench import main as bench_main
 
         return bench_main(argv[2:])
+    if argv[:2] == ["bench", "pages"]:
+        from app.bench import pages_main
+
+        return pages_main(argv[2:])
     if argv[:1] == ["grade"]:
         from graders.cli import main as grade_main
 
@@ -135,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=_check_content)
     sub.add_parser("figures", help="print every computed figure cards may quote").set_defaults(func=_figures)
     sub.add_parser("grade", help="grade a file: kvprep grade SLUG FILE [--json]")
-    sub.add_parser("bench", help="kvprep bench grader: submit-to-verdict latency of a server")
+    sub.add_parser("bench", help="kvprep bench grader | pages: latency of a server")
     p = sub.add_parser("worker", help="grade queued submissions (REDIS_URL: share the queue)")
     p.add_argument("--threads", type=int, default=2)
     p.set_defaults(func=_worker)
