@@ -36,55 +36,11 @@
     if (hidden.length <= 1) nextHint.hidden = true;
   });
 
-  const results = document.getElementById("results");
-  const verdict = document.getElementById("verdict");
-  const tests = document.getElementById("tests");
-  const diagnosis = document.getElementById("diagnosis");
-  const output = document.getElementById("output");
   const submit = document.getElementById("submit");
-  const labels = {
-    passed: "Passed: every test matches the reference.",
-    failed: "Failed: see which test and why below.",
-    error: "Error: the code could not run.",
-    timeout: "Timeout: the code ran past the time limit.",
-    memory_limit: "Memory limit: the code used too much memory.",
-  };
-
-  function show(text, cls) {
-    results.hidden = false;
-    verdict.className = `verdict-banner ${cls}`;
-    verdict.textContent = text;
-  }
+  const { show, grading, poll } = window.kvprepVerdict;
 
   function render(data) {
-    show(labels[data.verdict] || data.verdict, data.verdict);
-    tests.replaceChildren();
-    for (const t of data.tests || []) {
-      const li = document.createElement("li");
-      li.className = t.passed ? "pass" : "fail";
-      li.textContent = `${t.passed ? "✓" : "✗"} ${t.name}`;
-      if (t.message) {
-        const msg = document.createElement("span");
-        msg.className = "message";
-        msg.textContent = t.message;
-        li.appendChild(msg);
-      }
-      tests.appendChild(li);
-    }
-    diagnosis.replaceChildren();
-    if ((data.diagnosis || []).length) {
-      const heading = document.createElement("h3");
-      heading.textContent = "Likely cause";
-      diagnosis.appendChild(heading);
-    }
-    for (const d of data.diagnosis || []) {
-      const p = document.createElement("p");
-      p.className = "diagnosis";
-      p.textContent = d;
-      diagnosis.appendChild(p);
-    }
-    output.hidden = !data.output;
-    output.textContent = data.output || "";
+    window.kvprepVerdict.render(data, { heading: "Likely cause" });
     addHistory(data);
     unlockSolution();
   }
@@ -106,21 +62,9 @@
     document.getElementById("show-solution").hidden = false;
   }
 
-  async function poll(id) {
-    for (let delay = 50; ; delay = Math.min(delay * 1.5, 1000)) {
-      const response = await fetch(`/api/submissions/${id}`, { headers: { Accept: "application/json" } });
-      if (!response.ok) throw new Error(`status ${response.status}`);
-      const data = await response.json();
-      if (data.status === "done") return data;
-      await new Promise((resolve) => setTimeout(resolve, delay));
-    }
-  }
-
   submit.addEventListener("click", async () => {
     submit.disabled = true;
-    show("Grading…", "grading");
-    tests.replaceChildren();
-    diagnosis.replaceChildren();
+    grading();
     try {
       const response = await fetch(`/api/challenges/${slug}/submissions`, {
         method: "POST",

@@ -113,25 +113,9 @@
     }
     const getCode = () => (editor ? editor.getValue() : textarea.value);
 
-    const results = document.getElementById("results");
-    const verdict = document.getElementById("verdict");
-    const tests = document.getElementById("tests");
-    const diagnosis = document.getElementById("diagnosis");
     const attempts = document.getElementById("attempts");
     const submit = document.getElementById("submit-code");
-    const labels = {
-      passed: "Passed: every test matches the reference.",
-      failed: "Failed: see which test and why below.",
-      error: "Error: the code could not run.",
-      timeout: "Timeout: the code ran past the time limit.",
-      memory_limit: "Memory limit: the code used too much memory.",
-    };
-
-    function show(text, cls) {
-      results.hidden = false;
-      verdict.className = `verdict-banner ${cls}`;
-      verdict.textContent = text;
-    }
+    const { show, grading, render, poll } = window.kvprepVerdict;
 
     function attemptItem(data) {
       const li = document.createElement("li");
@@ -146,45 +130,11 @@
       return li;
     }
 
-    function render(data) {
-      show(labels[data.verdict] || data.verdict, data.verdict);
-      tests.replaceChildren();
-      for (const t of data.tests || []) {
-        const li = document.createElement("li");
-        li.className = t.passed ? "pass" : "fail";
-        li.textContent = `${t.passed ? "✓" : "✗"} ${t.name}`;
-        if (t.message) {
-          const msg = document.createElement("span");
-          msg.className = "message";
-          msg.textContent = t.message;
-          li.appendChild(msg);
-        }
-        tests.appendChild(li);
-      }
-      diagnosis.replaceChildren();
-      for (const d of data.diagnosis || []) {
-        const p = document.createElement("p");
-        p.className = "diagnosis";
-        p.textContent = d;
-        diagnosis.appendChild(p);
-      }
-    }
-
     function track(data) {
       document.getElementById("no-attempts")?.remove();
       const li = attemptItem(data);
       const old = attempts.querySelector(`li[data-id="${data.id}"]`);
       if (old) old.replaceWith(li); else attempts.prepend(li);
-    }
-
-    async function poll(submissionId) {
-      for (let delay = 50; ; delay = Math.min(delay * 1.5, 1000)) {
-        const response = await fetch(`/api/submissions/${submissionId}`, { headers: { Accept: "application/json" } });
-        if (!response.ok) throw new Error(`status ${response.status}`);
-        const data = await response.json();
-        if (data.status === "done") return data;
-        await new Promise((resolve) => setTimeout(resolve, delay));
-      }
     }
 
     // Submissions still grading when the page was (re)loaded.
@@ -203,9 +153,7 @@
 
     submit.addEventListener("click", async () => {
       submit.disabled = true;
-      show("Grading…", "grading");
-      tests.replaceChildren();
-      diagnosis.replaceChildren();
+      grading();
       try {
         const response = await fetch(`/api/mock/${id}/submissions`, {
           method: "POST",
