@@ -1,44 +1,25 @@
-"""Golden submissions: tests/graders/cases/<slug>/<case>.py, each with the verdict it must get.
-
-A case file starts with header comments:
-    # expect: passed | failed | error | timeout | memory_limit
-    # diagnosis: a phrase the diagnosis or a failed test's message must contain (optional, repeatable)
-"""
+"""Golden submissions (tests/graders/golden.py: the case files, and each challenge's solution and starter),
+each with the verdict it must get."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
 
-from graders.checks import CHALLENGE_MODULES, load_check
+from graders.checks import load_check
 from graders.sandbox.inprocess import InProcessSession
 from graders.sandbox.session import LoadError
-
-CASES = Path(__file__).parent / "cases"
-
-
-def _cases() -> list[Path]:
-    return sorted(p for p in CASES.glob("*/*.py") if p.parent.name in CHALLENGE_MODULES)
+from tests.graders.golden import Case, golden_cases
 
 
-def _header(path: Path) -> tuple[str, list[str]]:
-    text = path.read_text()
-    expect = re.search(r"^# expect: (\w+)", text, re.M)
-    assert expect, f"{path} has no '# expect:' header"
-    return expect.group(1), re.findall(r"^# diagnosis: (.+)$", text, re.M)
-
-
-@pytest.mark.parametrize("case", _cases(), ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_golden_case_in_process(case: Path) -> None:
+@pytest.mark.parametrize("case", golden_cases(), ids=lambda c: c.id)
+def test_golden_case_in_process(case: Case) -> None:
     """The battery's verdict on each golden case (in-process: checks logic only, no sandbox)."""
-    expect, phrases = _header(case)
+    expect, phrases = case.expected()
     if expect not in {"passed", "failed", "error"}:
         pytest.skip("limits are only enforced by the sandbox")
-    check = load_check(case.parent.name)
+    check = load_check(case.slug)
     try:
-        session = InProcessSession(case.read_text(), filename=case.name)
+        session = InProcessSession(case.path.read_text(), filename=case.path.name)
     except LoadError:
         assert expect == "error"
         return

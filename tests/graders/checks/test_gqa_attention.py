@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import itertools
-import time
-from pathlib import Path
-
 import pytest
 import torch
 
 from graders.checks import gqa_attention as check
-from graders.checks.report import CheckReport, close
 from graders.reference.gqa import GQA
-from graders.sandbox.inprocess import InProcessSession
-
-ROOT = Path(__file__).resolve().parents[3]
-CHALLENGE = ROOT / "questions" / "challenges" / check.SLUG
-CASES = ROOT / "tests" / "graders" / "cases" / check.SLUG
+from tests.graders.checks.helpers import (
+    assert_fails_with,
+    assert_solution_passes_within_budget,
+    assert_wrong_and_distinct,
+    run,
+    seen_per_seed,
+)
 
 MODULE = """
 import torch
@@ -51,32 +48,12 @@ class GQA(nn.Module):
 RIGHT = "y, (k, v)"
 
 
-def _run(code: str, seed: int | None = None) -> tuple[CheckReport, InProcessSession]:
-    session = InProcessSession(code)
-    return check.run(session, seed=seed), session
-
-
-@pytest.mark.parametrize("name", ["starter", "solution"])
-def test_golden_cases_mirror_the_challenge_files(name: str) -> None:
-    challenge = (CHALLENGE / f"{name}.py").read_text()
-    case = (CASES / f"{name}.py").read_text()
-    assert case.endswith(challenge), f"tests/graders/cases/{check.SLUG}/{name}.py drifted from the challenge"
-    assert all(line.startswith("#") for line in case[: -len(challenge)].splitlines())
-
-
 def test_the_solution_passes_well_within_the_time_budget() -> None:
-    code = (CHALLENGE / "solution.py").read_text()
-    timings = []
-    for _ in range(3):
-        start = time.perf_counter()
-        report, _ = _run(code)
-        timings.append(time.perf_counter() - start)
-        assert report.tests and all(t.passed for t in report.tests), report.tests
-    assert min(timings) < 0.15, f"battery took {min(timings) * 1000:.0f} ms"
+    assert_solution_passes_within_budget(check)
 
 
 def test_the_battery_covers_gqa_mha_mqa_decoding_and_chunks_on_a_cache() -> None:
-    _, session = _run(MODULE.format(returned=RIGHT))
+    _, session = run(check, MODULE.format(returned=RIGHT))
     calls = session.module.SEEN
     heads = {(n_q, n_kv) for _, n_q, n_kv, _ in calls}
     assert any(1 < n_kv < n_q for n_q, n_kv in heads)  # GQA with more than one kv head
@@ -123,23 +100,14 @@ def test_output_variants_are_wrong_and_distinct_for_a_chunk_on_a_cache(
     if n_kv == 1:
         same.add(check.KV_SPLIT)
     variants = [v for v in check.output_variants(w, x, cache, n_q, n_kv) if v[0][0] not in same]
-    for mistakes, wrong in variants:
-        assert not close(wrong, right), mistakes
-    for (a, wrong_a), (b, wrong_b) in itertools.combinations(variants, 2):
-        assert not close(wrong_a, wrong_b), (a, b)
+    assert_wrong_and_distinct(variants, right)
 
 
 def test_inputs_are_fresh_every_run_and_fixed_by_a_seed() -> None:
     code = MODULE.format(returned=RIGHT).replace(
         "SEEN.append((tuple(x.shape),", "SEEN.append((float(x.sum()),"
     )
-    seen = []
-    for seed in (None, None, 7, 7):
-        report, session = _run(code, seed)
-        assert all(t.passed for t in report.tests), report.tests
-        seen.append(session.module.SEEN)
-    assert seen[0] != seen[1]
-    assert seen[2] == seen[3]
+    seen_per_seed(check, code)
 
 
 @pytest.mark.parametrize(
@@ -155,14 +123,12 @@ def test_inputs_are_fresh_every_run_and_fixed_by_a_seed() -> None:
     ],
 )
 def test_odd_values_fail_with_a_message(returned: str, phrase: str) -> None:
-    report, _ = _run(MODULE.format(returned=returned))
-    assert report.tests and not all(t.passed for t in report.tests)
-    assert any(phrase in t.message for t in report.tests), [t.message for t in report.tests]
+    assert_fails_with(check, MODULE.format(returned=returned), phrase)
 
 
 def test_a_constructor_that_raises_fails_every_test_once_per_configuration() -> None:
     code = MODULE.format(returned=RIGHT).replace("super().__init__()", "raise ValueError('no GQA today')")
-    report, session = _run(code)
+    report, session = run(check, code)
     assert not any(t.passed for t in report.tests)
     assert all(
         "your code raised ValueError: no GQA today (while building GQA(" in t.message for t in report.tests

@@ -2,43 +2,28 @@
 
 from __future__ import annotations
 
-import re
-import time
-from pathlib import Path
-
 import pytest
 import torch
-import yaml
 
-from graders.checks import CHALLENGE_MODULES
 from graders.checks import kv_cache_buffer as check
-from graders.checks.report import CheckReport
-from graders.sandbox.inprocess import InProcessSession
+from tests.graders.checks.helpers import (
+    assert_every_known_mistake_has_a_golden_case,
+    assert_fails_with_messages,
+    assert_interface_matches,
+    assert_solution_passes_within_budget,
+    challenge_dir,
+    passed,
+    run,
+    seen_per_seed,
+)
 
-ROOT = Path(__file__).resolve().parents[3]
-CHALLENGE = ROOT / "questions" / "challenges" / check.SLUG
-CASES = ROOT / "tests" / "graders" / "cases" / check.SLUG
-
-
-def _run(code: str, seed: int | None = None) -> tuple[CheckReport, InProcessSession]:
-    session = InProcessSession(code)
-    return check.run(session, seed=seed), session
-
-
-def _passed(report: CheckReport) -> bool:
-    return bool(report.tests) and all(t.passed for t in report.tests)
+CHALLENGE = challenge_dir(check.SLUG)
 
 
 def test_module_interface_matches_the_challenge() -> None:
-    meta = yaml.safe_load((CHALLENGE / "challenge.yaml").read_text())
-    assert CHALLENGE_MODULES[check.SLUG] == check.__name__
-    assert meta["slug"] == check.SLUG and meta["entry_point"] == check.ENTRY_POINT == "KVCache"
-    topics = {t["slug"] for t in yaml.safe_load((ROOT / "questions" / "topics.yaml").read_text())}
-    assert set(meta["topics"]) <= topics and meta["difficulty"] in {"easy", "medium", "hard"}
-    assert len(meta["hints"]) == 3 and meta["title"] and meta["summary"]
-    prompt = (CHALLENGE / "prompt.md").read_text()
-    for signature in ("update(layer, k, v, start)", "reorder(beam_idx)", "ValueError", "data_ptr()"):
-        assert signature in prompt
+    assert_interface_matches(
+        check, "KVCache", ("update(layer, k, v, start)", "reorder(beam_idx)", "ValueError", "data_ptr()")
+    )
 
 
 def test_the_prompt_example_behaves_as_shown() -> None:
@@ -61,37 +46,16 @@ def test_the_prompt_example_behaves_as_shown() -> None:
     raise AssertionError("the example's last update should raise ValueError")
 
 
-@pytest.mark.parametrize("name", ["starter", "solution"])
-def test_golden_cases_mirror_the_challenge_files(name: str) -> None:
-    challenge = (CHALLENGE / f"{name}.py").read_text()
-    case = (CASES / f"{name}.py").read_text()
-    assert case.endswith(challenge), f"tests/graders/cases/{check.SLUG}/{name}.py drifted from the challenge"
-    assert all(line.startswith("#") for line in case[: -len(challenge)].splitlines())
-
-
 def test_every_known_mistake_has_a_golden_case_that_names_it() -> None:
-    phrases = [
-        phrase
-        for case in CASES.glob("*.py")
-        for phrase in re.findall(r"^# diagnosis: (.+)$", case.read_text(), re.M)
-    ]
-    for mistake in check.KNOWN_MISTAKES:
-        assert any(phrase in mistake for phrase in phrases), f"no golden case for {mistake!r}"
+    assert_every_known_mistake_has_a_golden_case(check)
 
 
 def test_the_solution_passes_well_within_the_time_budget() -> None:
-    code = (CHALLENGE / "solution.py").read_text()
-    timings = []
-    for _ in range(3):
-        start = time.perf_counter()
-        report, _ = _run(code)
-        timings.append(time.perf_counter() - start)
-        assert _passed(report) and not report.diagnosis, report.tests
-    assert min(timings) < 0.15, f"battery took {min(timings) * 1000:.0f} ms"
+    assert_solution_passes_within_budget(check)
 
 
 def test_the_starter_fails_every_test_without_crashing_the_grader() -> None:
-    report, _ = _run((CHALLENGE / "starter.py").read_text())
+    report, _ = run(check, (CHALLENGE / "starter.py").read_text())
     assert report.tests and not any(t.passed for t in report.tests)
     assert all("NotImplementedError" in t.message for t in report.tests)
 
@@ -114,15 +78,13 @@ KVCache.update = _spy
 
 
 def test_inputs_are_fresh_on_every_run_and_reproducible_with_a_seed() -> None:
-    runs = [_run(SPY, seed)[1].module.SEEN for seed in (None, None, 7, 7)]
-    assert runs[0] != runs[1]
-    assert runs[2] == runs[3]
+    runs = seen_per_seed(check, SPY, seed=7)
     assert len(runs[0]) > 20  # prefill, decode steps, probes and beams: a real battery
 
 
 def test_update_probes_cover_prefill_decode_and_several_layers() -> None:
     code = SPY.replace("SEEN.append(float(k.sum()))", "SEEN.append((layer, k.shape[2], start))")
-    seen = _run(code, seed=3)[1].module.SEEN
+    seen = run(check, code, seed=3)[1].module.SEEN
     assert {n for _, n, _ in seen} > {1} and max(n for _, n, _ in seen) >= 3
     assert len({layer for layer, _, _ in seen}) >= 2
     assert any(start > 0 for _, _, start in seen)
@@ -148,27 +110,27 @@ RETURN = "        return self.k[layer, :, :, :end], self.v[layer, :, :, :end]  #
 def test_odd_return_values_fail_with_a_message_not_a_crash(what: str) -> None:
     code = (CHALLENGE / "solution.py").read_text()
     assert RETURN in code
-    report, _ = _run(code.replace(RETURN, ODD[what]), seed=1)
-    assert not _passed(report)
-    assert all(t.message for t in report.tests if not t.passed)
+    assert_fails_with_messages(check, code.replace(RETURN, ODD[what]))
 
 
 def test_a_missing_reorder_method_fails_only_the_beam_test() -> None:
     code = (CHALLENGE / "solution.py").read_text()
     code = code[: code.index("    def reorder")]
-    report, _ = _run(code, seed=2)
+    report, _ = run(check, code, seed=2)
     failed = [t for t in report.tests if not t.passed]
     assert len(failed) == 1 and "reorder" in failed[0].name
     assert "reorder" in failed[0].message
 
 
 def test_a_constructor_that_raises_fails_every_test() -> None:
-    report, _ = _run("class KVCache:\n    def __init__(self, *args):\n        raise MemoryError('no room')\n")
+    report, _ = run(
+        check, "class KVCache:\n    def __init__(self, *args):\n        raise MemoryError('no room')\n"
+    )
     assert report.tests and all("MemoryError" in t.message for t in report.tests)
 
 
 def test_a_non_class_entry_point_fails_cleanly() -> None:
-    report, _ = _run("def KVCache(*args, **kwargs):\n    return {}\n")
+    report, _ = run(check, "def KVCache(*args, **kwargs):\n    return {}\n")
     assert report.tests and not any(t.passed for t in report.tests)
 
 
@@ -183,10 +145,10 @@ def test_a_correct_cache_that_rebinds_on_reorder_passes() -> None:
         reorder,
         "        self.k = self.k[:, beam_idx].clone()\n        self.v = self.v[:, beam_idx].clone()\n",
     )
-    assert _passed(_run(code)[0])
+    assert passed(run(check, code)[0])
 
 
 def test_the_copy_diagnosis_needs_stale_values_not_just_a_wrong_answer() -> None:
     code = (CHALLENGE / "solution.py").read_text().replace(RETURN, "        return k * 0 + 1, v\n")
-    report, _ = _run(code, seed=5)
+    report, _ = run(check, code, seed=5)
     assert check.COPY not in report.diagnosis

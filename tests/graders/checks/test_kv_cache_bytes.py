@@ -2,48 +2,34 @@
 
 from __future__ import annotations
 
-import re
-import time
-from pathlib import Path
-
 import pytest
-import yaml
 
-from graders.checks import CHALLENGE_MODULES
 from graders.checks import kv_cache_bytes as check
-from graders.checks.report import CheckReport
-from graders.sandbox.inprocess import InProcessSession
+from tests.graders.checks.helpers import (
+    assert_every_known_mistake_has_a_golden_case,
+    assert_interface_matches,
+    assert_solution_passes_within_budget,
+    challenge_dir,
+    passed,
+    run,
+    seen_per_seed,
+)
 
-ROOT = Path(__file__).resolve().parents[3]
-CHALLENGE = ROOT / "questions" / "challenges" / check.SLUG
-CASES = ROOT / "tests" / "graders" / "cases" / check.SLUG
-
-
-def _run(code: str, seed: int | None = None) -> tuple[CheckReport, InProcessSession]:
-    session = InProcessSession(code)
-    return check.run(session, seed=seed), session
-
-
-def _passed(report: CheckReport) -> bool:
-    return bool(report.tests) and all(t.passed for t in report.tests)
+CHALLENGE = challenge_dir(check.SLUG)
 
 
 def test_module_interface_matches_the_challenge() -> None:
-    meta = yaml.safe_load((CHALLENGE / "challenge.yaml").read_text())
-    assert CHALLENGE_MODULES[check.SLUG] == check.__name__
-    assert meta["slug"] == check.SLUG and meta["entry_point"] == check.ENTRY_POINT == "kv_cache_bytes"
-    topics = {t["slug"] for t in yaml.safe_load((ROOT / "questions" / "topics.yaml").read_text())}
-    assert set(meta["topics"]) <= topics and meta["difficulty"] in {"easy", "medium", "hard"}
-    assert len(meta["hints"]) == 3 and meta["title"] and meta["summary"]
-    prompt = (CHALLENGE / "prompt.md").read_text()
-    for text in (
-        "kv_cache_bytes(n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_element=2)",
-        "kv_cache_bytes_from_config(config, seq_len, batch=1, bytes_per_element=2)",
-        "num_key_value_heads",
-        "n_embd",
-        "`int`",
-    ):
-        assert text in prompt
+    assert_interface_matches(
+        check,
+        "kv_cache_bytes",
+        (
+            "kv_cache_bytes(n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_element=2)",
+            "kv_cache_bytes_from_config(config, seq_len, batch=1, bytes_per_element=2)",
+            "num_key_value_heads",
+            "n_embd",
+            "`int`",
+        ),
+    )
 
 
 def test_the_prompt_examples_are_right() -> None:
@@ -59,37 +45,16 @@ def test_the_prompt_examples_are_right() -> None:
             exec(code, namespace)
 
 
-@pytest.mark.parametrize("name", ["starter", "solution"])
-def test_golden_cases_mirror_the_challenge_files(name: str) -> None:
-    challenge = (CHALLENGE / f"{name}.py").read_text()
-    case = (CASES / f"{name}.py").read_text()
-    assert case.endswith(challenge), f"tests/graders/cases/{check.SLUG}/{name}.py drifted from the challenge"
-    assert all(line.startswith("#") for line in case[: -len(challenge)].splitlines())
-
-
 def test_every_known_mistake_has_a_golden_case_that_names_it() -> None:
-    phrases = [
-        phrase
-        for case in CASES.glob("*.py")
-        for phrase in re.findall(r"^# diagnosis: (.+)$", case.read_text(), re.M)
-    ]
-    for mistake in check.KNOWN_MISTAKES:
-        assert any(phrase in mistake for phrase in phrases), f"no golden case for {mistake!r}"
+    assert_every_known_mistake_has_a_golden_case(check)
 
 
 def test_the_solution_passes_well_within_the_time_budget() -> None:
-    code = (CHALLENGE / "solution.py").read_text()
-    timings = []
-    for _ in range(3):
-        start = time.perf_counter()
-        report, _ = _run(code)
-        timings.append(time.perf_counter() - start)
-        assert _passed(report) and not report.diagnosis, report.tests
-    assert min(timings) < 0.15, f"battery took {min(timings) * 1000:.0f} ms"
+    assert_solution_passes_within_budget(check)
 
 
 def test_the_starter_fails_every_test_without_crashing_the_grader() -> None:
-    report, _ = _run((CHALLENGE / "starter.py").read_text())
+    report, _ = run(check, (CHALLENGE / "starter.py").read_text())
     assert report.tests and not any(t.passed for t in report.tests)
 
 
@@ -113,13 +78,11 @@ def kv_cache_bytes_from_config(config, *args, **kwargs):
 
 
 def test_sizes_are_fresh_on_every_run_and_reproducible_with_a_seed() -> None:
-    runs = [_run(SPY, seed)[1].module.SEEN for seed in (None, None, 11, 11)]
-    assert runs[0] != runs[1]
-    assert runs[2] == runs[3]
+    seen_per_seed(check, SPY, seed=11)
 
 
 def test_the_battery_covers_defaults_keywords_nulls_gpt2_keys_and_huge_counts() -> None:
-    seen = _run(SPY, seed=4)[1].module.SEEN
+    seen = run(check, SPY, seed=4)[1].module.SEEN
     configs = [dict(call[1]) for call in seen if call[0] == "config"]
     assert any("n_layer" in c for c in configs)
     assert any(c.get("num_key_value_heads", 0) is None for c in configs)
@@ -149,7 +112,7 @@ ODD = {
 def test_odd_return_values_fail_with_a_message_not_a_crash(what: str) -> None:
     code = f"def kv_cache_bytes(*args, **kwargs):\n    n_layers = args[0]\n    return {ODD[what]}\n"
     code += "def kv_cache_bytes_from_config(config, *args, **kwargs):\n    return kv_cache_bytes(1)\n"
-    report, _ = _run(code, seed=1)
+    report, _ = run(check, code, seed=1)
     assert report.tests and not any(t.passed for t in report.tests)
     assert all(t.message for t in report.tests)
 
@@ -157,7 +120,7 @@ def test_odd_return_values_fail_with_a_message_not_a_crash(what: str) -> None:
 def test_a_missing_config_function_fails_only_its_own_tests() -> None:
     code = (CHALLENGE / "solution.py").read_text()
     code = code[: code.index("def _get(")]
-    report, _ = _run(code, seed=2)
+    report, _ = run(check, code, seed=2)
     for t in report.tests:
         assert t.passed == t.name.startswith("kv_cache_bytes"), t
         if not t.passed:
@@ -169,6 +132,6 @@ def test_numpy_integers_are_accepted_as_ints() -> None:
     code = (CHALLENGE / "solution.py").read_text()
     assert formula in code
     code = "import numpy as np\n" + code.replace(formula, f"    return np.int64({formula.strip()[7:]})\n")
-    report, session = _run(code, seed=3)
+    report, session = run(check, code, seed=3)
     assert type(session.module.kv_cache_bytes(1, 1, 1, 1)).__name__ == "int64"
-    assert _passed(report), [t for t in report.tests if not t.passed]
+    assert passed(report), [t for t in report.tests if not t.passed]

@@ -2,50 +2,38 @@
 
 from __future__ import annotations
 
-import re
-import time
-from pathlib import Path
-
 import numpy as np
 import pytest
-import yaml
 
-from graders.checks import CHALLENGE_MODULES
 from graders.checks import numpy_cached_generation as check
-from graders.checks.report import CheckReport
-from graders.sandbox.inprocess import InProcessSession
+from tests.graders.checks.helpers import (
+    assert_every_known_mistake_has_a_golden_case,
+    assert_fails_with_messages,
+    assert_interface_matches,
+    assert_solution_passes_within_budget,
+    cases_dir,
+    challenge_dir,
+    passed,
+    run,
+)
 
-ROOT = Path(__file__).resolve().parents[3]
-CHALLENGE = ROOT / "questions" / "challenges" / check.SLUG
-CASES = ROOT / "tests" / "graders" / "cases" / check.SLUG
+CHALLENGE = challenge_dir(check.SLUG)
+CASES = cases_dir(check.SLUG)
 SOLUTION = (CHALLENGE / "solution.py").read_text()
 
 
-def _run(code: str, seed: int | None = None) -> tuple[CheckReport, InProcessSession]:
-    session = InProcessSession(code)
-    return check.run(session, seed=seed), session
-
-
-def _passed(report: CheckReport) -> bool:
-    return bool(report.tests) and all(t.passed for t in report.tests)
-
-
 def test_module_interface_matches_the_challenge() -> None:
-    meta = yaml.safe_load((CHALLENGE / "challenge.yaml").read_text())
-    assert CHALLENGE_MODULES[check.SLUG] == check.__name__
-    assert meta["slug"] == check.SLUG and meta["entry_point"] == check.ENTRY_POINT == "generate_cached"
-    topics = {t["slug"] for t in yaml.safe_load((ROOT / "questions" / "topics.yaml").read_text())}
-    assert set(meta["topics"]) <= topics and meta["difficulty"] in {"easy", "medium", "hard"}
-    assert len(meta["hints"]) == 3 and meta["title"] and meta["summary"]
-    prompt = (CHALLENGE / "prompt.md").read_text()
-    for text in (
-        "prefill(params, tokens)",
-        "decode_step(params, token, cache)",
-        "generate_cached(params, prompt, n_new)",
-        "NumPy only",
-        "sqrt(d)",
-    ):
-        assert text in prompt
+    assert_interface_matches(
+        check,
+        "generate_cached",
+        (
+            "prefill(params, tokens)",
+            "decode_step(params, token, cache)",
+            "generate_cached(params, prompt, n_new)",
+            "NumPy only",
+            "sqrt(d)",
+        ),
+    )
 
 
 def test_the_prompt_example_runs_against_the_solution() -> None:
@@ -58,36 +46,16 @@ def test_the_prompt_example_runs_against_the_solution() -> None:
     assert isinstance(cache, dict) and cache["k"].shape == (4, 8)
 
 
-@pytest.mark.parametrize("name", ["starter", "solution"])
-def test_golden_cases_mirror_the_challenge_files(name: str) -> None:
-    challenge = (CHALLENGE / f"{name}.py").read_text()
-    case = (CASES / f"{name}.py").read_text()
-    assert case.endswith(challenge), f"tests/graders/cases/{check.SLUG}/{name}.py drifted from the challenge"
-    assert all(line.startswith("#") for line in case[: -len(challenge)].splitlines())
-
-
 def test_every_known_mistake_has_a_golden_case_that_names_it() -> None:
-    phrases = [
-        phrase
-        for case in CASES.glob("*.py")
-        for phrase in re.findall(r"^# diagnosis: (.+)$", case.read_text(), re.M)
-    ]
-    for mistake in check.KNOWN_MISTAKES:
-        assert any(phrase in mistake for phrase in phrases), f"no golden case for {mistake!r}"
+    assert_every_known_mistake_has_a_golden_case(check)
 
 
 def test_the_solution_passes_well_within_the_time_budget() -> None:
-    timings = []
-    for _ in range(3):
-        start = time.perf_counter()
-        report, _ = _run(SOLUTION)
-        timings.append(time.perf_counter() - start)
-        assert _passed(report) and not report.diagnosis, report.tests
-    assert min(timings) < 0.15, f"battery took {min(timings) * 1000:.0f} ms"
+    assert_solution_passes_within_budget(check)
 
 
 def test_the_starter_fails_every_test_without_crashing_the_grader() -> None:
-    report, _ = _run((CHALLENGE / "starter.py").read_text())
+    report, _ = run(check, (CHALLENGE / "starter.py").read_text())
     assert report.tests and not any(t.passed for t in report.tests)
 
 
@@ -117,14 +85,14 @@ def generate_cached(params, prompt, n_new):
 
 def test_weights_are_fresh_on_every_run_and_reproducible_with_a_seed() -> None:
     def prefills(seed: int | None) -> list[object]:
-        return [call[1:] for call in _run(SPY, seed)[1].module.SEEN if call[0] == "prefill"]
+        return [call[1:] for call in run(check, SPY, seed)[1].module.SEEN if call[0] == "prefill"]
 
     assert prefills(None) != prefills(None)
     assert prefills(5) == prefills(5)
 
 
 def test_the_battery_covers_one_token_prompts_and_float64_arrays() -> None:
-    seen = _run(SPY, seed=6)[1].module.SEEN
+    seen = run(check, SPY, seed=6)[1].module.SEEN
     assert any(call[0] == "generate" and len(call[1]) == 1 for call in seen)
     assert any(call[0] == "prefill" and len(call[2]) == 1 for call in seen)
     caches = [call[2] for call in seen if call[0] == "decode"]
@@ -133,7 +101,7 @@ def test_the_battery_covers_one_token_prompts_and_float64_arrays() -> None:
 
 def test_only_the_corruption_probe_catches_a_decode_step_that_recomputes_the_past() -> None:
     # Right logits every time, but from the token ids it keeps, not from cache["k"] and cache["v"].
-    report, _ = _run((CASES / "recomputes_from_tokens.py").read_text(), seed=8)
+    report, _ = run(check, (CASES / "recomputes_from_tokens.py").read_text(), seed=8)
     failed = [t for t in report.tests if not t.passed]
     assert [t.name for t in failed] == [
         "decode_step reads the past from the cache (a grader-modified cache changes the logits)"
@@ -142,7 +110,7 @@ def test_only_the_corruption_probe_catches_a_decode_step_that_recomputes_the_pas
 
 
 def test_interleaving_catches_state_kept_outside_the_cache() -> None:
-    report, _ = _run((CASES / "global_state.py").read_text(), seed=9)
+    report, _ = run(check, (CASES / "global_state.py").read_text(), seed=9)
     assert check.HIDDEN_STATE in report.diagnosis
     assert not any(t.passed for t in report.tests if "two sequences" in t.name)
 
@@ -172,9 +140,7 @@ ODD = {
 def test_odd_return_values_fail_with_a_message_not_a_crash(what: str) -> None:
     old, new = ODD[what]
     assert old in SOLUTION
-    report, _ = _run(SOLUTION.replace(old, new), seed=1)
-    assert not _passed(report)
-    assert all(t.message for t in report.tests if not t.passed)
+    assert_fails_with_messages(check, SOLUTION.replace(old, new))
 
 
 def test_float32_arrays_within_tolerance_pass() -> None:
@@ -182,7 +148,7 @@ def test_float32_arrays_within_tolerance_pass() -> None:
         '    return {"k": k, "v": v}, logits[-1]',
         '    return {"k": k.astype(np.float32), "v": v.astype(np.float32)}, logits[-1].astype(np.float32)',
     )
-    report, _ = _run(code, seed=2)
+    report, _ = run(check, code, seed=2)
     prefill_tests = [t for t in report.tests if t.name.startswith("prefill")]
     assert prefill_tests and all(t.passed for t in prefill_tests)
 
@@ -195,4 +161,4 @@ def test_extra_cache_keys_travel_with_the_graders_caches() -> None:
         APPEND_K,
         '    cache["pos"] += 1  # needs the key prefill put there\n' + APPEND_K,
     )
-    assert _passed(_run(code, seed=3)[0])
+    assert passed(run(check, code, seed=3)[0])
