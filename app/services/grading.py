@@ -96,9 +96,12 @@ def log_isolation(limits: Limits) -> None:
     """Start the sandbox's fork server now and say which isolation layers are active, and why not."""
     from graders.runner import warm_up
 
-    for layer, info in warm_up(limits).items():
-        state = "active" if info.get("active") else "INACTIVE"
-        (log.info if info.get("active") else log.warning)(
+    layers = warm_up(limits)
+    for layer, info in layers.items():
+        # A user namespace only stands in for the uid drop: with the uid layer on, it is not needed.
+        not_needed = layer == "userns" and layers.get("uid", {}).get("active")
+        state = "active" if info.get("active") else ("not needed" if not_needed else "INACTIVE")
+        (log.info if info.get("active") or not_needed else log.warning)(
             "sandbox layer %-10s %s: %s", layer, state, info.get("detail", "")
         )
 

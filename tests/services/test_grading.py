@@ -1,0 +1,32 @@
+"""The grading service's start-up report of the sandbox's isolation layers."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import pytest
+
+from app.services.grading import log_isolation
+from graders.limits import Limits
+from graders.runner import warm_up
+
+
+def test_start_up_names_every_isolation_layer(caplog: pytest.LogCaptureFixture) -> None:
+    layers = warm_up(Limits())
+    with caplog.at_level(logging.INFO, logger="kvprep.grading"):
+        log_isolation(Limits())
+    lines = [r.getMessage() for r in caplog.records if r.name == "kvprep.grading"]
+    for layer, info in layers.items():
+        line = next(m for m in lines if m.startswith(f"sandbox layer {layer} "))
+        assert info.get("detail", "") in line
+    if os.geteuid() == 0:
+        assert any(m.startswith("sandbox layer userns") and "not needed" in m for m in lines)
+    uid_on = layers.get("uid", {}).get("active")
+    inactive = [
+        layer
+        for layer, info in layers.items()
+        if not info.get("active") and not (layer == "userns" and uid_on)
+    ]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == len(inactive)
