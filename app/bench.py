@@ -23,6 +23,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -91,7 +93,29 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def start_server(tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
+@contextmanager
+def serving(url: str | None) -> Iterator[str]:
+    """The base URL of `url`, or of a `kvprep serve` of our own that is stopped afterwards.
+
+    When the benchmark fails, the tail of our server's log goes to stderr.
+    """
+    if url is not None:
+        yield url
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "server.log"
+        proc, base = start_server(Path(tmp), log)
+        try:
+            yield base
+        except Exception:
+            print(log.read_text(errors="replace")[-4000:], file=sys.stderr)
+            raise
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+def start_server(tmp: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -102,12 +126,13 @@ def start_server(tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
         "KVPREP_SUBMISSIONS_PER_MINUTE": "100000",
         "OMP_NUM_THREADS": "1",
     }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    with log.open("wb") as out:  # the child keeps its own copy of the descriptor
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -196,14 +221,8 @@ def pages_main(argv: list[str]) -> int:
     parser.add_argument("--url", help="a running server (default: start one)")
     parser.add_argument("--n", type=int, default=100, help="requests per page")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp:
-        proc, base = (None, args.url) if args.url else start_server(Path(tmp))
-        try:
-            figures = run_pages(base, args.n)
-        finally:
-            if proc is not None:
-                proc.terminate()
-                proc.wait(timeout=30)
+    with serving(args.url) as base:
+        figures = run_pages(base, args.n)
     print(json.dumps(figures, indent=2))
     return 0
 
@@ -215,21 +234,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--burst", type=int, default=100, help="concurrent submissions")
     parser.add_argument("--baseline-runs", type=int, default=5)
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp:
-        proc = None
-        base = args.url
-        if base is None:
-            proc, base = start_server(Path(tmp))
-        try:
-            figures = run(base, args.n, args.burst, args.baseline_runs)
-        except Exception:
-            if proc is not None:
-                print((Path(tmp) / "server.log").read_text()[-4000:], file=sys.stderr)
-            raise
-        finally:
-            if proc is not None:
-                proc.terminate()
-                proc.wait(timeout=30)
+    with serving(args.url) as base:
+        figures = run(base, args.n, args.burst, args.baseline_runs)
     print(json.dumps(figures, indent=2))
     ok = (
         figures["p50_ms"] <= 100
