@@ -16,7 +16,7 @@ from starlette.middleware.sessions import SessionMiddleware
 
 from app.config import ROOT, Settings, get_settings
 from app.content.catalog import load_catalog
-from app.db import get_engine, make_engine
+from app.db import make_engine
 from app.middleware import BodySizeLimit
 from app.routes import account, auth, cards, challenges, home, mock, progress, quiz, submissions, topics
 from app.services.content_sync import sync_bank
@@ -76,7 +76,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.submit_limiter = RateLimiter(f"{settings.submissions_per_minute}/minute", limits_storage)
     app.state.login_limiter = RateLimiter(f"{settings.login_attempts_per_minute}/minute", limits_storage)
     app.state.signup_limiter = RateLimiter(f"{settings.signups_per_hour}/hour", limits_storage)
-    app.state.engine = get_engine() if settings is get_settings() else make_engine(settings.database_url)
+    # The app's own engine, disposed when it shuts down.
+    app.state.engine = make_engine(settings.database_url)
     app.add_middleware(GuestSessionMiddleware)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(
