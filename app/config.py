@@ -69,6 +69,17 @@ class Settings(BaseSettings):
     grade_memory_mib: int = 2048
     grade_output_kib: int = 1024
 
+    # The lab (app/lab): each run is a niced child process on this many torch threads, stopped at
+    # the time limit, one at a time per machine (an flock on the lock file); a running job that
+    # has not reported for lab_stale_s is shown as failed (its child died).
+    lab_threads: int = 1
+    lab_time_limit_s: float = 600.0
+    lab_nice: int = 10
+    lab_lock_file: Path = ROOT / "var" / "lab.lock"
+    lab_stale_s: float = 90.0
+    # Lab runs per user per hour (a full run keeps a core busy for a minute or two).
+    lab_runs_per_hour: int = 10
+
     def grader_limits(self) -> Limits:
         """The sandbox limits these settings describe; one child per grading worker thread."""
         return Limits(

@@ -17,8 +17,22 @@ from starlette.middleware.sessions import SessionMiddleware
 from app.config import ROOT, Settings, get_settings
 from app.content.catalog import load_catalog
 from app.db import make_engine
+from app.lab.jobs import LabJobs
 from app.middleware import BodySizeLimit
-from app.routes import account, auth, cards, challenges, home, mock, progress, quiz, submissions, topics
+from app.routes import (
+    account,
+    auth,
+    calculator,
+    cards,
+    challenges,
+    home,
+    lab,
+    mock,
+    progress,
+    quiz,
+    submissions,
+    topics,
+)
 from app.services.content_sync import sync_bank
 from app.services.grading import build_queue
 from app.services.ratelimit import RateLimiter
@@ -33,6 +47,7 @@ templates.env.globals.update(
     signed_in_email=signed_in_email,
     pop_flashes=pop_flashes,
     due_today=progress.home_due_today,
+    calculator_link=calculator.calculator_link,
 )
 
 
@@ -61,6 +76,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.grading = build_queue(
                 settings, app.state.engine, {c.slug: c.meta.topics for c in app.state.catalog.challenges}
             )
+            # Lab runs go through the same queue; its workers only launch their child processes.
+            app.state.lab = LabJobs(app.state.grading.huey, app.state.engine, settings)
             if settings.grading_workers > 0:
                 app.state.grading.start_workers(settings.grading_workers)
             yield
@@ -76,6 +93,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.submit_limiter = RateLimiter(f"{settings.submissions_per_minute}/minute", limits_storage)
     app.state.login_limiter = RateLimiter(f"{settings.login_attempts_per_minute}/minute", limits_storage)
     app.state.signup_limiter = RateLimiter(f"{settings.signups_per_hour}/hour", limits_storage)
+    app.state.lab_limiter = RateLimiter(f"{settings.lab_runs_per_hour}/hour", limits_storage)
     # The app's own engine, disposed when it shuts down.
     app.state.engine = make_engine(settings.database_url)
     app.add_middleware(GuestSessionMiddleware)
@@ -121,4 +139,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(account.router)
     app.include_router(mock.pages)
     app.include_router(mock.router)
+    app.include_router(lab.pages)
+    app.include_router(lab.router)
+    app.include_router(calculator.pages)
+    app.include_router(calculator.router)
     return app

@@ -211,3 +211,20 @@ class MockItem(SQLModel, table=True):
     follow_up_covered: bool | None = None
     rating: int | None = None  # the fsrs.Rating the score fed into spaced repetition
     due_after: datetime | None = None  # when spaced repetition asks the card again
+
+
+# A run of the lab's experiments for one user, done by a background job; the results as JSON.
+class LabRun(SQLModel, table=True):
+    id: str = Field(primary_key=True, max_length=32)
+    user_id: int = Field(foreign_key="user.id", index=True)
+    size: str = Field(max_length=10)  # full | tiny (see app/lab/runner.py SIZES)
+    experiments: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    status: str = Field(default="queued", max_length=10)  # queued | running | done | failed
+    progress: float = 0.0  # 0..1
+    message: str = Field(default="", max_length=300)
+    result: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    error: str | None = Field(default=None, max_length=500)
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+    started_at: datetime | None = None  # when the job got this machine's lab lock
+    heartbeat_at: datetime | None = None  # the job's last progress report: a stale one means it died
+    finished_at: datetime | None = None

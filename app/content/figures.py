@@ -29,6 +29,8 @@ class ModelShape:
     intermediate: int  # MLP width (gated SwiGLU for Llama/Mistral)
     bytes_per_element: int = 2  # fp16/bf16 unless stated
     head_dim_override: int | None = None  # config.json's head_dim when it is not hidden / heads (Gemma-2)
+    n_experts: int = 1  # MLP experts per layer (Mixtral: 8); every expert's weights are in memory
+    tied_embeddings: bool = False  # the output head reuses the token embedding (Gemma-2)
 
     @property
     def head_dim(self) -> int:
@@ -42,10 +44,12 @@ class ModelShape:
     def llama_params(self) -> int:
         """Parameters of a Llama-style decoder: untied embeddings, gated MLP, RMSNorm weights."""
         d, hd = self.hidden, self.head_dim
-        attn = d * d * 2 + d * self.kv_heads * hd * 2  # q and o, then k and v
-        mlp = 3 * d * self.intermediate
+        attn = 2 * d * self.q_heads * hd + 2 * d * self.kv_heads * hd  # q and o, then k and v
+        mlp = 3 * d * self.intermediate * self.n_experts
+        router = d * self.n_experts if self.n_experts > 1 else 0
         norms = 2 * d
-        return self.layers * (attn + mlp + norms) + 2 * self.vocab * d + d
+        embeddings = (1 if self.tied_embeddings else 2) * self.vocab * d
+        return self.layers * (attn + mlp + router + norms) + embeddings + d
 
 
 GPT2_SMALL = ModelShape("GPT-2 small", 12, 12, 12, 768, 50257, 3072, bytes_per_element=4)
@@ -66,8 +70,10 @@ MODELS = {
 # MLA details live with the figures that need them). Kept apart from MODELS so that the
 # numeric generator's draws and the figure names above do not change.
 QWEN25_7B = ModelShape("Qwen2.5-7B", 28, 28, 4, 3584, 152064, 18944)
-GEMMA2_9B = ModelShape("Gemma-2-9B", 42, 16, 8, 3584, 256000, 14336, head_dim_override=256)
-MIXTRAL_8X7B = ModelShape("Mixtral-8x7B-v0.1", 32, 32, 8, 4096, 32000, 14336)
+GEMMA2_9B = ModelShape(
+    "Gemma-2-9B", 42, 16, 8, 3584, 256000, 14336, head_dim_override=256, tied_embeddings=True
+)
+MIXTRAL_8X7B = ModelShape("Mixtral-8x7B-v0.1", 32, 32, 8, 4096, 32000, 14336, n_experts=8)
 LLAMA31_70B = ModelShape("Llama-3.1-70B", 80, 64, 8, 8192, 128256, 28672)
 LLAMA31_405B = ModelShape("Llama-3.1-405B", 126, 128, 8, 16384, 128256, 53248)
 

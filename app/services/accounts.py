@@ -22,6 +22,7 @@ from sqlmodel import Session, SQLModel, col, select
 from app.config import Settings
 from app.models import (
     CardProgress,
+    LabRun,
     MockInterview,
     MockItem,
     QuizItem,
@@ -42,6 +43,7 @@ USER_TABLES: tuple[type[SQLModel], ...] = (
     MockInterview,
     CardProgress,
     Submission,
+    LabRun,
 )
 
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")

@@ -1,0 +1,112 @@
+"""Lab runs as background jobs: queued on the grading queue's huey, run in a child process.
+
+The web request only stores a LabRun row and enqueues its id. The queue's worker (a thread
+of the web server, or `kvprep worker` on another machine) starts `python -m app.lab.child`
+and returns at once, so a lab run never holds a grading thread. The child is niced, runs
+torch on `lab_threads` threads, stops at `lab_time_limit_s`, and takes a per-machine lock
+file first: one lab run at a time per machine, the rest wait their turn in order.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import subprocess
+import sys
+import threading
+from datetime import timedelta
+
+from huey.api import Huey
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+from app.config import ROOT, Settings
+from app.lab.experiments import EXPERIMENTS
+from app.lab.runner import SIZES
+from app.models import LabRun, utcnow
+
+log = logging.getLogger("kvprep.lab")
+TASK_NAME = "kvprep.lab_run"
+
+
+class LabRequestError(ValueError):
+    """A lab request the user can fix (an unknown size or experiment)."""
+
+
+def validate_request(size: str, experiments: list[str]) -> list[str]:
+    if size not in SIZES:
+        raise LabRequestError(f"size must be one of {', '.join(SIZES)}, not {size!r}")
+    unknown = [e for e in experiments if e not in EXPERIMENTS]
+    if unknown:
+        raise LabRequestError(f"unknown experiment(s): {', '.join(unknown)}")
+    return [e for e in EXPERIMENTS if e in experiments] or list(EXPERIMENTS)
+
+
+def is_stale(run: LabRun, settings: Settings) -> bool:
+    """A running job that stopped reporting: its child died (killed, or the machine restarted)."""
+    if run.status != "running":
+        return False
+    last = run.heartbeat_at or run.created_at
+    if last.tzinfo is None:
+        last = last.replace(tzinfo=utcnow().tzinfo)
+    return utcnow() - last > timedelta(seconds=settings.lab_stale_s)
+
+
+def launch_child(run_id: str, settings: Settings) -> subprocess.Popen[bytes]:
+    """Start the child that runs one lab job; never waits for it."""
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=settings.database_url,
+        OMP_NUM_THREADS=str(settings.lab_threads),
+        MKL_NUM_THREADS=str(settings.lab_threads),
+    )
+    lock = settings.lab_lock_file
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "app.lab.child",
+        run_id,
+        "--lock",
+        str(lock),
+        "--threads",
+        str(settings.lab_threads),
+        "--time-limit",
+        str(settings.lab_time_limit_s),
+    ]
+    return subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # a server restart does not kill a run half-way
+        preexec_fn=lambda: os.nice(settings.lab_nice),  # grading and pages come first on the CPU
+    )
+
+
+class LabJobs:
+    """Create lab runs and hand them to the queue; the queue's worker launches their children."""
+
+    def __init__(self, huey: Huey, engine: Engine, settings: Settings) -> None:
+        self.engine, self.settings = engine, settings
+
+        @huey.task(name=TASK_NAME)
+        def _run(run_id: str) -> None:
+            child = launch_child(run_id, settings)
+            # Reap the child when it exits (no zombie), without holding this queue worker.
+            threading.Thread(target=child.wait, name=f"lab-{run_id}", daemon=True).start()
+            log.info("lab run %s started (pid %d)", run_id, child.pid)
+
+        self._task = _run
+
+    def submit(self, *, session: Session, user_id: int, size: str, experiments: list[str]) -> LabRun:
+        chosen = validate_request(size, experiments)
+        run = LabRun(id=secrets.token_hex(12), user_id=user_id, size=size, experiments=chosen)
+        session.add(run)
+        session.commit()
+        session.refresh(run)
+        self._task(run.id)
+        return run

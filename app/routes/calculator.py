@@ -1,0 +1,150 @@
+"""The cache calculator: GET /calculator (every setting in the URL) and GET /api/calculator."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.responses import HTMLResponse
+
+from app.content.hardware import GPUS
+from app.services.calculator import (
+    ALL_MODELS,
+    CACHE_DTYPES,
+    CUSTOM,
+    WEIGHT_DTYPES,
+    CalcError,
+    CalcInput,
+    calculate,
+    fmt_bytes,
+    fmt_count,
+    preset_for_figures,
+)
+from app.web import templates
+
+router = APIRouter(prefix="/api/calculator", tags=["calculator"])
+pages = APIRouter(prefix="/calculator", tags=["pages"], include_in_schema=False)
+DEFAULTS = CalcInput()
+
+
+def _int(field: str, text: str | None, default: int) -> int:
+    """An integer field as a person types it ("8,192", " 4096 "); empty means the default."""
+    text = (text or "").strip().replace(",", "").replace("_", "")
+    if not text:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise CalcError(field, f"{field} must be a whole number, not {text[:20]!r}") from None
+
+
+def read_input(
+    model: str | None,
+    gpu: str | None,
+    weights: str | None,
+    cache: str | None,
+    context: str | None,
+    batch: str | None,
+    config: str | None,
+    compare: list[str] | None,
+) -> CalcInput:
+    """The form's values with empty ones meaning the defaults (a person leaves fields empty)."""
+    return CalcInput(
+        model=model or DEFAULTS.model,
+        gpu=gpu or DEFAULTS.gpu,
+        weights=weights or DEFAULTS.weights,
+        cache=cache or DEFAULTS.cache,
+        context=_int("context", context, DEFAULTS.context),
+        batch=_int("batch", batch, DEFAULTS.batch),
+        config=(config or "")[:20_000],
+        compare=tuple(c for c in (compare or []) if c),
+    )
+
+
+Text = Annotated[str | None, Query(max_length=40)]
+Config = Annotated[
+    str | None, Query(max_length=20_000, description="a pasted config.json, with model=custom")
+]
+Compare = Annotated[list[str] | None, Query(max_length=20, description="more models on the chart")]
+
+
+@router.get("")
+def api_calculate(
+    model: Text = None,
+    gpu: Text = None,
+    weights: Text = None,
+    cache: Text = None,
+    context: Text = None,
+    batch: Text = None,
+    config: Config = None,
+    compare: Compare = None,
+) -> dict[str, Any]:
+    try:
+        result = calculate(read_input(model, gpu, weights, cache, context, batch, config, compare))
+    except CalcError as exc:
+        raise HTTPException(422, f"{exc.field}: {exc}") from exc
+    return {**result.to_json(), "chart": result.chart}
+
+
+@pages.get("", response_class=HTMLResponse)
+def calculator_page(
+    request: Request,
+    model: Text = None,
+    gpu: Text = None,
+    weights: Text = None,
+    cache: Text = None,
+    context: Text = None,
+    batch: Text = None,
+    config: Config = None,
+    compare: Compare = None,
+) -> HTMLResponse:
+    form = {
+        "model": model or DEFAULTS.model,
+        "gpu": gpu or DEFAULTS.gpu,
+        "weights": weights or DEFAULTS.weights,
+        "cache": cache or DEFAULTS.cache,
+        "context": context if context is not None else str(DEFAULTS.context),
+        "batch": batch if batch is not None else str(DEFAULTS.batch),
+        "config": config or "",
+        "compare": [c for c in (compare or []) if c],
+    }
+    result, error = None, None
+    try:
+        result = calculate(read_input(model, gpu, weights, cache, context, batch, config, compare))
+    except CalcError as exc:
+        error = {"field": exc.field, "message": str(exc)}
+    return templates.TemplateResponse(
+        request,
+        "calculator/index.html",
+        {
+            "form": form,
+            "result": result,
+            "error": error,
+            "models": ALL_MODELS,
+            "custom": CUSTOM,
+            "gpus": GPUS,
+            "weight_dtypes": WEIGHT_DTYPES,
+            "cache_dtypes": CACHE_DTYPES,
+            "fmt_bytes": fmt_bytes,
+            "fmt_count": fmt_count,
+        },
+    )
+
+
+_links: dict[int, dict[str, str]] = {}  # id(bank) -> card id -> calculator URL
+
+
+def calculator_link(request: Request, card_id: str) -> str | None:
+    """The calculator preset to a card's own case, for cards whose figures name a model's cache."""
+    bank = request.app.state.catalog.bank
+    links = _links.get(id(bank))
+    if links is None:
+        links = {}
+        for card in bank.cards:
+            preset = preset_for_figures(list(card.figures))
+            if preset:
+                links[card.id] = "/calculator?" + urlencode(preset)
+        _links.clear()  # one bank at a time: a re-synced bank replaces the old links
+        _links[id(bank)] = links
+    return links.get(card_id)

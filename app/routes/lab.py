@@ -1,0 +1,147 @@
+"""The lab: start a run of the GPT-2 experiments, watch its progress, read its results and charts."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, HTTPException, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+from sqlmodel import Session, col, select
+
+from app.config import Settings
+from app.deps import CsrfChecked, CurrentUser, SessionDep, SettingsDep
+from app.lab.experiments import EXPERIMENTS, SEED
+from app.lab.jobs import LabRequestError, is_stale
+from app.lab.runner import SIZES
+from app.models import LabRun
+from app.sessions import flash
+from app.web import templates
+
+router = APIRouter(prefix="/api/lab", tags=["lab"])
+pages = APIRouter(prefix="/lab", tags=["pages"], include_in_schema=False)
+
+EXPERIMENT_TITLES = {
+    "prefill": "Prefill time against prompt length (seed: 16 tokens in 15.3 ms, 960 in 219.6 ms)",
+    "decode": "A decode step with and without the cache (seed: 9.6 ms vs 228.8 ms after 960 tokens, ~24x)",
+    "exactness": "Greedy tokens identical with and without the cache",
+    "position_limit": "Position 1,025 of GPT-2's 1,024-row table",
+    "cache_bytes": "The cache's bytes against the formula (seed: 72 KiB per token in fp32)",
+    "batching": "Batch size against tokens per second and one user's latency",
+}
+
+
+# The body of a lab run request.
+class LabRunCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    size: str = Field(default="full", description="full (GPT-2 small, the seed's figures) or tiny (seconds)")
+    experiments: list[str] = Field(default_factory=list, description="empty: every experiment")
+
+
+def run_json(run: LabRun, settings: Settings) -> dict[str, Any]:
+    status = "failed" if is_stale(run, settings) else run.status
+    out: dict[str, Any] = {
+        "id": run.id,
+        "status": status,
+        "size": run.size,
+        "experiments": run.experiments,
+        "progress": run.progress,
+        "message": run.message,
+        "created_at": run.created_at.isoformat(),
+    }
+    if status == "failed":
+        out["error"] = run.error or "the lab job stopped reporting (its process died); start it again"
+    if run.status == "done":
+        out["result"] = run.result
+    return out
+
+
+def _load_run(session: Session, user_id: int | None, run_id: str) -> LabRun:
+    run = session.get(LabRun, run_id[:32])
+    if run is None or run.user_id != user_id:  # someone else's run is indistinguishable from none
+        raise HTTPException(404, "Lab run not found")
+    return run
+
+
+def _start(
+    request: Request, session: Session, settings: Settings, user_id: int, body: LabRunCreate
+) -> LabRun:
+    wait = request.app.state.lab_limiter.hit(f"{settings.queue_name}:lab:{user_id}")
+    if wait:
+        raise HTTPException(
+            429, "You have started many lab runs this hour", headers={"Retry-After": str(wait)}
+        )
+    try:
+        return request.app.state.lab.submit(  # type: ignore[no-any-return]
+            session=session, user_id=user_id, size=body.size, experiments=body.experiments
+        )
+    except LabRequestError as exc:
+        raise HTTPException(422, str(exc)) from exc
+
+
+@router.post("/runs", status_code=202)
+def api_start(
+    body: LabRunCreate, request: Request, session: SessionDep, settings: SettingsDep, user: CurrentUser
+) -> JSONResponse:
+    run = _start(request, session, settings, user.id or 0, body)
+    return JSONResponse(run_json(run, settings), status_code=202)
+
+
+@router.get("/runs")
+def api_list(session: SessionDep, settings: SettingsDep, user: CurrentUser) -> list[dict[str, Any]]:
+    runs = session.exec(
+        select(LabRun).where(LabRun.user_id == user.id).order_by(col(LabRun.created_at).desc()).limit(20)
+    ).all()
+    return [{k: v for k, v in run_json(r, settings).items() if k != "result"} for r in runs]
+
+
+@router.get("/runs/{run_id}")
+def api_get(run_id: str, session: SessionDep, settings: SettingsDep, user: CurrentUser) -> dict[str, Any]:
+    return run_json(_load_run(session, user.id, run_id), settings)
+
+
+@pages.get("", response_class=HTMLResponse)
+def lab_page(request: Request, session: SessionDep, settings: SettingsDep, user: CurrentUser) -> HTMLResponse:
+    runs = session.exec(
+        select(LabRun).where(LabRun.user_id == user.id).order_by(col(LabRun.created_at).desc()).limit(10)
+    ).all()
+    return templates.TemplateResponse(
+        request,
+        "lab/index.html",
+        {
+            "runs": [run_json(r, settings) for r in runs],
+            "experiments": EXPERIMENT_TITLES,
+            "sizes": list(SIZES),
+            "seed": SEED,
+        },
+    )
+
+
+@pages.post("", dependencies=[CsrfChecked])
+def lab_form(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    user: CurrentUser,
+    size: Annotated[str, Form()] = "full",
+    experiments: Annotated[list[str] | None, Form()] = None,
+) -> Response:
+    try:
+        run = _start(
+            request, session, settings, user.id or 0, LabRunCreate(size=size, experiments=experiments or [])
+        )
+    except HTTPException as exc:
+        flash(request, str(exc.detail), "error")
+        return RedirectResponse("/lab", status_code=303)
+    return RedirectResponse(f"/lab/runs/{run.id}", status_code=303)
+
+
+@pages.get("/runs/{run_id}", response_class=HTMLResponse)
+def run_page(
+    run_id: str, request: Request, session: SessionDep, settings: SettingsDep, user: CurrentUser
+) -> HTMLResponse:
+    run = run_json(_load_run(session, user.id, run_id), settings)
+    return templates.TemplateResponse(
+        request, "lab/run.html", {"run": run, "experiments": EXPERIMENT_TITLES, "known": list(EXPERIMENTS)}
+    )

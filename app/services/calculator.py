@@ -1,0 +1,255 @@
+"""The cache calculator: one model, one GPU, two dtypes, a context and a batch, and what follows.
+
+Every number comes from the bank's own arithmetic (app/content/figures.py for the model
+shapes and parameter counts, graders/reference/kv_memory.py for the cache, and
+app/content/inference_math.py for the roofline), so the page and the cards cannot disagree.
+A pasted config.json is read with the same reader the kv-cache-bytes challenge grades.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.content import inference_math as im
+from app.content.figures import GIB, LATER_MODELS, MODELS, ModelShape
+from app.content.hardware import GPU, GPUS
+from graders.reference.kv_memory import cache_shape_from_config, kv_cache_bytes
+
+ALL_MODELS: dict[str, ModelShape] = {**MODELS, **LATER_MODELS}
+WEIGHT_DTYPES: dict[str, float] = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": 0.5}
+CACHE_DTYPES: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
+CUSTOM = "custom"
+MAX_CONTEXT = 10_000_000
+MAX_BATCH = 100_000
+CHART_CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
+GPT2_POSITIONS = 1024
+
+
+@dataclass(frozen=True)
+class CalcInput:
+    model: str = "llama3_8b"
+    gpu: str = "h100_sxm"
+    weights: str = "bf16"
+    cache: str = "bf16"
+    context: int = 4096
+    batch: int = 1
+    config: str = ""  # a pasted config.json, when model == "custom"
+    compare: tuple[str, ...] = ()  # more models on the chart
+
+
+@dataclass
+class CalcResult:
+    input: CalcInput
+    model_name: str
+    layers: int
+    kv_heads: int
+    head_dim: int
+    params: int
+    weight_bytes: float
+    bytes_per_token: int
+    cache_bytes: int
+    gpu: GPU
+    free_bytes: float
+    sequences_fit: int
+    step_s: float
+    tokens_per_s_per_user: float
+    tokens_per_s_total: float
+    intensity: float
+    crossover_batch: float
+    bound: str  # "memory-bound" or "compute-bound"
+    chart: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model_name,
+            "layers": self.layers,
+            "kv_heads": self.kv_heads,
+            "head_dim": self.head_dim,
+            "params": self.params,
+            "weight_bytes": self.weight_bytes,
+            "bytes_per_token": self.bytes_per_token,
+            "cache_bytes": self.cache_bytes,
+            "gpu": self.gpu.name,
+            "gpu_bytes": self.gpu.hbm_bytes,
+            "free_bytes": self.free_bytes,
+            "sequences_fit": self.sequences_fit,
+            "min_time_per_token_ms": self.step_s * 1000,
+            "tokens_per_s_per_user": self.tokens_per_s_per_user,
+            "tokens_per_s_total": self.tokens_per_s_total,
+            "intensity_flops_per_byte": self.intensity,
+            "ridge_flops_per_byte": self.gpu.ridge_flops_per_byte,
+            "crossover_batch": self.crossover_batch,
+            "bound": self.bound,
+        }
+
+
+class CalcError(ValueError):
+    """A field the user can fix: `field` names it, the message says how."""
+
+    def __init__(self, field_name: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field_name
+
+
+def model_params(model: ModelShape) -> int:
+    """Parameters in memory: GPT-2's own layout for GPT-2, the Llama-style count for the rest."""
+    if model.name.startswith("GPT-2"):
+        d = model.hidden
+        per_layer = 4 * d * d + 4 * d + 2 * d * model.intermediate + model.intermediate + d + 4 * d
+        return model.layers * per_layer + (model.vocab + GPT2_POSITIONS) * d + 2 * d  # head tied to wte
+    return model.llama_params()
+
+
+def shape_from_config(text: str) -> ModelShape:
+    """A ModelShape from a pasted config.json (Llama- or GPT-2-style keys); CalcError says what is wrong."""
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CalcError("config", f"config.json is not valid JSON: {exc.msg} (line {exc.lineno})") from exc
+    if not isinstance(config, dict):
+        raise CalcError("config", "config.json must be a JSON object")
+    try:
+        layers, kv_heads, head_dim = cache_shape_from_config(config)
+    except (ValueError, TypeError) as exc:
+        raise CalcError("config", str(exc)) from exc
+    heads = int(config.get("num_attention_heads") or config.get("n_head") or 0)
+    hidden = int(config.get("hidden_size") or config.get("n_embd") or 0)
+    if min(layers, kv_heads, head_dim, heads, hidden) <= 0 or max(layers, kv_heads, heads) > 100_000:
+        raise CalcError("config", "layers, heads, head_dim and hidden size must be positive integers")
+    experts = config.get("num_local_experts") or config.get("n_routed_experts") or 1
+    if "n_embd" in config and "hidden_size" not in config:  # GPT-2 style: 4x MLP, head tied to wte
+        vocab = int(config.get("vocab_size") or 50257)
+        return ModelShape("GPT-2 (pasted config.json)", layers, heads, kv_heads, hidden, vocab, 4 * hidden)
+    return ModelShape(
+        name=str(config.get("_name_or_path") or config.get("model_type") or "pasted config.json")[:80],
+        layers=layers,
+        q_heads=heads,
+        kv_heads=kv_heads,
+        hidden=hidden,
+        vocab=int(config.get("vocab_size") or 0),
+        intermediate=int(config.get("intermediate_size") or 4 * hidden),
+        head_dim_override=head_dim,
+        n_experts=int(experts),
+        tied_embeddings=bool(config.get("tie_word_embeddings", False)),
+    )
+
+
+def _pick(name: str, value: str, allowed: dict[str, Any]) -> str:
+    if value not in allowed:
+        raise CalcError(name, f"choose one of {', '.join(allowed)}")
+    return value
+
+
+def _model(inp: CalcInput) -> ModelShape:
+    if inp.model == CUSTOM:
+        if not inp.config.strip():
+            raise CalcError("config", "paste a config.json to use your own model")
+        return shape_from_config(inp.config)
+    return ALL_MODELS[_pick("model", inp.model, ALL_MODELS)]
+
+
+def cache_curve(model: ModelShape, cache_bpe: int, batch: int) -> list[list[float]]:
+    """(context, GiB of cache for the batch) at the chart's context lengths."""
+    return [
+        [n, kv_cache_bytes(model.layers, model.kv_heads, model.head_dim, n, batch, cache_bpe) / GIB]
+        for n in CHART_CONTEXTS
+    ]
+
+
+def calculate(inp: CalcInput) -> CalcResult:
+    """Every figure of the page for one input; CalcError names the field at fault."""
+    gpu = GPUS[_pick("gpu", inp.gpu, GPUS)]
+    w_bpe = WEIGHT_DTYPES[_pick("weights", inp.weights, WEIGHT_DTYPES)]
+    c_bpe = CACHE_DTYPES[_pick("cache", inp.cache, CACHE_DTYPES)]
+    if not 1 <= inp.context <= MAX_CONTEXT:
+        raise CalcError("context", f"context must be between 1 and {MAX_CONTEXT:,} tokens")
+    if not 1 <= inp.batch <= MAX_BATCH:
+        raise CalcError("batch", f"batch must be between 1 and {MAX_BATCH:,}")
+    model = _model(inp)
+    params = model_params(model)
+    weight_bytes = params * w_bpe
+    per_token = kv_cache_bytes(model.layers, model.kv_heads, model.head_dim, 1, 1, c_bpe)
+    cache = per_token * inp.context * inp.batch
+    free = gpu.hbm_bytes - weight_bytes
+    fit = im.sequences_that_fit(free, per_token * inp.context) if free > 0 else 0
+    # One decode step reads every weight once and every sequence's cache once (the bandwidth floor).
+    step = im.min_time_per_token(weight_bytes, cache, gpu)
+    intensity = im.decode_intensity(inp.batch, w_bpe)
+    crossover = im.crossover_batch(gpu, w_bpe)
+    series = [{"label": f"{model.name}, batch {inp.batch}", "points": cache_curve(model, c_bpe, inp.batch)}]
+    for key in inp.compare:
+        if key in ALL_MODELS and key != inp.model:
+            other = ALL_MODELS[key]
+            series.append(
+                {"label": f"{other.name}, batch {inp.batch}", "points": cache_curve(other, c_bpe, inp.batch)}
+            )
+    chart = {
+        "title": f"KV cache against context ({inp.cache})",
+        "x_label": "context (tokens)",
+        "y_label": "GiB",
+        "series": series,
+        "hlines": [
+            {"label": f"{gpu.name} memory ({gpu.hbm_bytes / GIB:.1f} GiB)", "y": gpu.hbm_bytes / GIB},
+            {"label": "memory left beside the weights", "y": max(free, 0) / GIB},
+        ],
+    }
+    return CalcResult(
+        input=inp,
+        model_name=model.name,
+        layers=model.layers,
+        kv_heads=model.kv_heads,
+        head_dim=model.head_dim,
+        params=params,
+        weight_bytes=weight_bytes,
+        bytes_per_token=per_token,
+        cache_bytes=cache,
+        gpu=gpu,
+        free_bytes=free,
+        sequences_fit=fit,
+        step_s=step,
+        tokens_per_s_per_user=1 / step,
+        tokens_per_s_total=inp.batch / step,
+        intensity=intensity,
+        crossover_batch=crossover,
+        bound="memory-bound" if intensity < gpu.ridge_flops_per_byte else "compute-bound",
+        chart=chart,
+    )
+
+
+def preset_for_figures(names: list[str]) -> dict[str, str] | None:
+    """Calculator settings for a card, from the figures it declares (e.g. llama2_7b_gib_4k_x32)."""
+    for name in names:
+        for key in sorted(ALL_MODELS, key=len, reverse=True):
+            if not name.startswith(key + "_"):
+                continue
+            rest = name[len(key) + 1 :]
+            preset = {"model": key}
+            ctx = re.match(r"gib_(\d+)(k?)", rest)
+            if ctx:
+                preset["context"] = str(int(ctx.group(1)) * (1024 if ctx.group(2) else 1))
+            batch = re.search(r"_x(\d+)$", rest)
+            if batch:
+                preset["batch"] = batch.group(1)
+            if key == "gpt2_small":
+                preset.update(weights="fp32", cache="fp32")
+            return preset
+    return None
+
+
+def fmt_bytes(n: float) -> str:
+    """GiB above 1 GiB, MiB above 1 MiB, else KiB: binary units, as the cards write them."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= size:
+            return f"{n / size:,.2f} {unit}"
+    return f"{n:,.0f} bytes"
+
+
+def fmt_count(n: float) -> str:
+    if n >= 1e9:
+        return f"{n / 1e9:.2f}B"
+    if n >= 1e6:
+        return f"{n / 1e6:.1f}M"
+    return f"{n:,.0f}"

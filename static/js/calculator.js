@@ -1,0 +1,12 @@
+// The calculator: draw the chart the server computed; changing a select recalculates (a GET, so the URL keeps it).
+(function () {
+  "use strict";
+  const data = document.getElementById("calc-chart-data");
+  const canvas = document.getElementById("calc-chart");
+  if (data && canvas && window.KvCharts) window.KvCharts.lineChart(canvas, JSON.parse(data.textContent));
+  const form = document.getElementById("calc-form");
+  if (!form) return;
+  for (const select of form.querySelectorAll("select")) {
+    select.addEventListener("change", () => form.requestSubmit());
+  }
+})();
