@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from app.lab.experiments import EXPERIMENTS, Plan
@@ -54,4 +56,4 @@ def test_a_plan_may_name_its_experiments() -> None:
 
 def test_the_time_limit_stops_a_run() -> None:
     with pytest.raises(LabTimeout, match="0.001 s limit"):
-        run_plan(TINY_CONFIG, TINY_PLAN, time_limit_s=0.001, progress=lambda f, m: __import__("time").sleep(0.01))
+        run_plan(TINY_CONFIG, TINY_PLAN, time_limit_s=0.001, progress=lambda f, m: time.sleep(0.01))

@@ -89,7 +89,8 @@ def test_bad_requests_and_other_peoples_runs(idle_client: TestClient) -> None:
     assert idle_client.post("/api/lab/runs", json={"size": "huge"}).status_code == 422
     r = idle_client.post("/api/lab/runs", json={"size": "tiny", "experiments": ["warp-drive"]})
     assert r.status_code == 422 and "warp-drive" in r.text
-    run_id = idle_client.post("/api/lab/runs", json={"size": "tiny", "experiments": ["cache_bytes"]}).json()["id"]
+    body = {"size": "tiny", "experiments": ["cache_bytes"]}
+    run_id = idle_client.post("/api/lab/runs", json=body).json()["id"]
     assert idle_client.get(f"/api/lab/runs/{run_id}").json()["status"] == "queued"
     assert 'id="lab-progress"' in idle_client.get(f"/lab/runs/{run_id}").text
     with TestClient(idle_client.app) as stranger:  # a fresh client: another guest
@@ -107,7 +108,8 @@ def test_the_lab_is_rate_limited_per_user(idle_client: TestClient) -> None:
 
 def test_a_run_that_stopped_reporting_is_shown_failed() -> None:
     settings = Settings(lab_stale_s=60)
-    run = LabRun(id="x", user_id=1, size="tiny", status="running", heartbeat_at=utcnow() - timedelta(seconds=61))
+    old = utcnow() - timedelta(seconds=61)
+    run = LabRun(id="x", user_id=1, size="tiny", status="running", heartbeat_at=old)
     assert is_stale(run, settings)
     run.heartbeat_at = utcnow()
     assert not is_stale(run, settings)
