@@ -124,6 +124,14 @@ def main(argv: list[str] | None = None) -> int:
         from app.bench import pages_main
 
         return pages_main(argv[2:])
+    if argv[:2] == ["bench", "lab"]:
+        from app.lab.bench import main as lab_bench_main
+
+        return lab_bench_main(argv[2:])
+    if argv[:1] == ["lab"]:
+        from app.lab.cli import main as lab_main
+
+        return lab_main(argv[1:])
     if argv[:1] == ["grade"]:
         from graders.cli import main as grade_main
 
@@ -142,7 +150,10 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=_check_content)
     sub.add_parser("figures", help="print every computed figure cards may quote").set_defaults(func=_figures)
     sub.add_parser("grade", help="grade a file: kvprep grade SLUG FILE [--json]")
-    sub.add_parser("bench", help="kvprep bench grader | pages: latency of a server")
+    sub.add_parser("bench", help="kvprep bench grader | pages | lab: latency of a server, speed of the lab")
+    sub.add_parser(
+        "lab", help="run the lab's GPT-2 experiments here: kvprep lab [--size tiny] [--charts DIR]"
+    )
     p = sub.add_parser("worker", help="grade queued submissions (REDIS_URL: share the queue)")
     p.add_argument("--threads", type=int, default=2)
     p.set_defaults(func=_worker)

@@ -38,6 +38,7 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         **os.environ,
         "KVPREP_DATABASE_URL": url,
         "KVPREP_QUEUE_FILE": str(db.parent / "queue.sqlite3"),
+        "KVPREP_LAB_LOCK_FILE": str(db.parent / "lab.lock"),
         "OMP_NUM_THREADS": "1",
     }
     log = (tmp_path_factory.mktemp("live-log") / "server.log").open("w")

@@ -40,7 +40,8 @@ def test_timings_have_the_seed_beside_them(report) -> None:  # type: ignore[no-u
     ex = report[0]["experiments"]
     assert [r["prompt_tokens"] for r in ex["prefill"]["rows"]] == [8, 32, 96]
     assert all(r["ms"] > 0 for r in ex["prefill"]["rows"])
-    assert ex["prefill"]["seed_points"] == [[16, 15.3], [960, 219.6]]
+    assert ex["prefill"]["seed_points"] == []  # the seed's timings are GPT-2 small's, not a tiny model's
+    assert all("seed_ms" in r for r in ex["prefill"]["rows"])
     decode = ex["decode"]["rows"]
     assert all(r["without_cache_ms"] > 0 and r["with_cache_ms"] > 0 for r in decode)
     assert ex["decode"]["speedup"]["seed"] == 24
