@@ -144,6 +144,11 @@ def _long_context() -> dict[str, str]:
     f["longctx_prefill_ms_8k_h100"] = f"{t8k * 1e3:.0f} ms"
     f["longctx_prefill_s_128k_h100"] = f"{t128k:.1f} s"
     f["longctx_prefill_ratio_128k_8k"] = f"{t128k / t8k:.0f}x"
+    weights = m.llama_params() * 2
+    short = im.min_time_per_token(weights, 0, H100_SXM)
+    long = im.min_time_per_token(weights, m.kv_bytes(131072), H100_SXM)
+    f["longctx_decode_ms_short_h100"] = f"{short * 1e3:.2f} ms"
+    f["longctx_decode_ms_128k_h100"] = f"{long * 1e3:.2f} ms"
     return f
 
 

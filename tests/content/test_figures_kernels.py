@@ -35,3 +35,37 @@ def test_gemma2_hybrid_cache() -> None:
     assert F["swa_gemma2_9b_saving_8k"] == "25%"
     # (32,768 + 5 x 1,024) / (6 x 32,768) = 0.193.
     assert F["swa_five_to_one_share_32k"] == "19%"
+
+
+def test_llama31_rope_scaling_pairs() -> None:
+    # Wavelength 2 pi 500000^(2i/128) < 2,048 for i <= 28 (i = 28: 1,956; i = 29: 2,402),
+    # > 8,192 from i = 35 (i = 34: 6,695; i = 35: 8,219): 29 kept, 29 divided by 8, 6 blended.
+    assert (F["longctx_llama31_pairs_unchanged"], F["longctx_llama31_pairs_scaled"]) == ("29", "29")
+    assert F["longctx_llama31_pairs_blended"] == "6"
+    assert F["longctx_llama31_high_wavelen"] == "2,048"
+    assert F["longctx_llama31_factor_x_original"] == "65,536"
+
+
+def test_rope_stretching() -> None:
+    # 10,000 x 4^(128/126) = 10,000 x 4.0890; YaRN 0.1 ln 16 + 1 = 1.2773.
+    assert F["longctx_ntk_base_s4"] == "40,890"
+    assert F["longctx_pi_position_16000_s4"] == "4,000"
+    assert F["longctx_yarn_scale_s16"] == "1.277"
+    assert F["longctx_yarn_scale_s8"] == "1.208"
+
+
+def test_long_context_cost() -> None:
+    # 128 KiB x 131,072 = 16 GiB; 70B 320 KiB -> 40 GiB; 405B 504 KiB -> 63 GiB.
+    assert F["longctx_llama31_8b_gib_128k"] == "16.00 GiB"
+    assert F["longctx_llama31_70b_gib_128k"] == "40.00 GiB"
+    assert F["longctx_llama31_405b_gib_128k"] == "63.00 GiB"
+    # 8.03B minus two 128,256 x 4,096 embedding tables (and a norm) = 6.98B in the layers.
+    assert F["longctx_llama31_8b_layer_params"] == "6.98B"
+    # At n = 131,072: attention 2 x 32 x 4,096 x n^2 = 4.50e15, layers 2 x 6.98e9 x n = 1.83e15.
+    assert F["longctx_attn_share_128k"] == "71%"
+    assert F["longctx_attn_share_8k"] == "13%"
+    assert F["longctx_prefill_s_128k_h100"] == "6.4 s"  # 6.33e15 / 989e12
+    assert F["longctx_prefill_ms_8k_h100"] == "133 ms"
+    # 16.06 GB of weights / 3.35 TB/s; plus 17.18 GB of cache at 128K.
+    assert F["longctx_decode_ms_short_h100"] == "4.79 ms"
+    assert F["longctx_decode_ms_128k_h100"] == "9.92 ms"
