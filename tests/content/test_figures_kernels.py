@@ -69,3 +69,23 @@ def test_long_context_cost() -> None:
     # 16.06 GB of weights / 3.35 TB/s; plus 17.18 GB of cache at 128K.
     assert F["longctx_decode_ms_short_h100"] == "4.79 ms"
     assert F["longctx_decode_ms_128k_h100"] == "9.92 ms"
+
+
+def test_sampling_example() -> None:
+    # exp([3, 2, 1, 0.5, -1]) = 20.09, 7.39, 2.72, 1.65, 0.37; sum 32.21.
+    assert F["sampling_probs_t1"] == "0.62, 0.23, 0.08, 0.05, 0.01"
+    assert F["sampling_probs_t2"] == "0.42, 0.25, 0.15, 0.12, 0.06"
+    # Nucleus 0.9: 0.62 + 0.23 = 0.85 < 0.9, + 0.08 = 0.94 -> 3 tokens; flatter at T = 2 -> 4.
+    assert (F["sampling_top_p09_t1"], F["sampling_top_p09_t05"], F["sampling_top_p09_t2"]) == ("3", "2", "4")
+    # Min-p 0.1: threshold 0.062 keeps 0.62, 0.23, 0.08; at T = 2, 0.042 keeps all five.
+    assert F["sampling_min_p01_threshold_t1"] == "0.062"
+    assert (F["sampling_min_p01_t1"], F["sampling_min_p01_t2"], F["sampling_min_p01_t05"]) == ("3", "5", "2")
+    assert F["sampling_top_k2_first"] == "0.73"  # 20.09 / (20.09 + 7.39)
+    assert (F["sampling_rep_pos"], F["sampling_rep_neg"]) == ("1.67", "-1.20")
+    assert F["sampling_freq_pres"] == "0.60"  # 2.0 - 3 x 0.3 - 0.5
+
+
+def test_beam_cache() -> None:
+    # 6,000 tokens x 128 KiB = 750 MiB; (1,000 + 2,000) x 128 KiB = 375 MiB.
+    assert F["sampling_beam4_mib_copied"] == "750 MiB"
+    assert F["sampling_beam4_mib_shared"] == "375 MiB"
