@@ -176,6 +176,10 @@ def _flash() -> dict[str, str]:
     f: dict[str, str] = {}
     f["fa2_a100_training_mfu"] = _pct(225e12 / A100_80GB.bf16_flops)  # FA2 paper: 225 TFLOPs/s
     f["fa3_h100_fp16_util"] = _pct(740e12 / H100_SXM.bf16_flops)  # FA3 paper: 740 TFLOPs/s
+    # FA2 paper: the A100 does 19.5 TFLOPs/s of non-matmul FP32; FA3 paper: the H100 SXM5
+    # does 3.9 TFLOPs/s of special functions (exp). Each against the tensor-core peak.
+    f["fa2_a100_matmul_vs_scalar"] = f"{A100_80GB.bf16_flops / 19.5e12:.0f}x"
+    f["fa3_h100_matmul_vs_exp"] = f"{H100_SXM.bf16_flops / 3.9e12:.0f}x"
     # Decode at batch 1 on Llama-3-8B: one thread block per query head without a split.
     heads = LLAMA3_8B.q_heads
     f["flashdec_sm_share_b1"] = _pct(heads / H100_SMS)

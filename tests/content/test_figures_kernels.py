@@ -89,3 +89,39 @@ def test_beam_cache() -> None:
     # 6,000 tokens x 128 KiB = 750 MiB; (1,000 + 2,000) x 128 KiB = 375 MiB.
     assert F["sampling_beam4_mib_copied"] == "750 MiB"
     assert F["sampling_beam4_mib_shared"] == "375 MiB"
+
+
+def test_flashattention_ratios() -> None:
+    # 312 / 19.5 = 16; 989 / 3.9 = 253.6; 225 / 312 = 0.721; 740 / 989 = 0.748.
+    assert F["fa2_a100_matmul_vs_scalar"] == "16x"
+    assert F["fa3_h100_matmul_vs_exp"] == "254x"
+    assert F["fa2_a100_training_mfu"] == "72%"
+    assert F["fa3_h100_fp16_util"] == "75%"
+
+
+def test_flash_decoding_occupancy_and_bytes() -> None:
+    # 32 heads on 132 SMs; ceil(132 / 32) = 5 splits; 128 KiB x 65,536 = 8 GiB at 3.35 TB/s.
+    assert F["flashdec_sm_share_b1"] == "24%"
+    assert F["flashdec_min_splits_b1"] == "5"
+    assert F["flashdec_llama3_8b_gib_64k"] == "8.00 GiB"
+    assert F["flashdec_read_ms_64k_h100"] == "2.56 ms"  # 8,589,934,592 / 3.35e12
+    assert F["paged_v2_partitions_64k"] == "128"
+
+
+def test_log_sum_exp_merge_by_hand() -> None:
+    # log(e + e^2) = 2.3133; log(e^3 + e^4) = 4.3133; outputs 10 x 0.269 + 20 x 0.731 = 17.31.
+    assert (F["flashdec_lse_split1"], F["flashdec_lse_split2"]) == ("2.313", "4.313")
+    assert (F["flashdec_out_split1"], F["flashdec_out_split2"]) == ("17.31", "37.31")
+    # log(e^2.3133 + e^4.3133) = 4.4402; weights 1 / (1 + e^2) = 0.119 and 0.881.
+    assert F["flashdec_lse_merged"] == "4.440"
+    assert (F["flashdec_weight_split1"], F["flashdec_weight_split2"]) == ("0.119", "0.881")
+    # One softmax over [1, 2, 3, 4]: 0.032, 0.087, 0.237, 0.644 -> 34.93.
+    assert F["flashdec_out_merged"] == "34.93"
+
+
+def test_paged_blocks() -> None:
+    # 16 tokens x 2 x 8 x 128 x 2 bytes = 64 KiB a layer; x 32 layers = 2 MiB; 15 tokens = 1.875.
+    assert F["paged_llama3_8b_block_layer_kib"] == "64 KiB"
+    assert F["paged_llama3_8b_block_mib"] == "2 MiB"
+    assert F["paged_llama3_8b_worst_waste_mib"] == "1.88 MiB"
+    assert F["paged_blocks_4096"] == "256"
