@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.content import figures_kernels as fk
+from app.content.figures import LLAMA3_8B
 
 F = fk.figures()
 
@@ -125,3 +126,23 @@ def test_paged_blocks() -> None:
     assert F["paged_llama3_8b_block_mib"] == "2 MiB"
     assert F["paged_llama3_8b_worst_waste_mib"] == "1.88 MiB"
     assert F["paged_blocks_4096"] == "256"
+
+
+def test_prefix_cache_figures() -> None:
+    # 1,000 // 16 = 62 full blocks = 992 tokens; 8 left in a partial block.
+    assert (F["prefix_reused_1000_b16"], F["prefix_recomputed_1000_b16"]) == ("992", "8")
+    # 2,048 x 128 KiB = 256 MiB; 64 copies = 16 GiB.
+    assert F["prefix_sys_2048_mib"] == "256 MiB"
+    assert F["prefix_sys_2048_x64_gib"] == "16.00 GiB"
+    # Cold: 2 x 6.98e9 x 4,000 + 2 x 32 x 4,096 x 4,000^2 = 6.00e13 FLOPs -> 60.7 ms at 989 TFLOPS.
+    # Warm: 2 x 6.98e9 x 1,000 + 2 x 32 x 4,096 x (4,000^2 - 3,000^2) = 1.58e13 -> 16.0 ms.
+    assert F["prefix_prefill_ms_4000_cold"] == "60.7 ms"
+    assert F["prefix_prefill_ms_4000_warm"] == "16.0 ms"
+    assert F["prefix_prefill_speedup_4000_3000"] == "3.8x"
+
+
+def test_prefill_flops_counts_only_new_tokens_but_all_keys() -> None:
+    cold = fk.prefill_flops(LLAMA3_8B, 4000)
+    warm = fk.prefill_flops(LLAMA3_8B, 4000, cached=3000)
+    assert fk.prefill_flops(LLAMA3_8B, 4000, cached=0) == cold
+    assert 3 < cold / warm < 4  # the new queries still attend to the cached keys
