@@ -146,3 +146,19 @@ def test_prefill_flops_counts_only_new_tokens_but_all_keys() -> None:
     warm = fk.prefill_flops(LLAMA3_8B, 4000, cached=3000)
     assert fk.prefill_flops(LLAMA3_8B, 4000, cached=0) == cold
     assert 3 < cold / warm < 4  # the new queries still attend to the cached keys
+
+
+def test_scheduling_figures() -> None:
+    # 0.9 x 80e9 - 2 x 8,030,261,248 = 55.94e9 bytes; / 2 MiB blocks = 26,674; x 16 tokens.
+    assert F["sched_llama3_8b_h100_kv_gb"] == "55.9 GB"
+    assert F["sched_llama3_8b_h100_blocks"] == "26,674"
+    assert F["sched_llama3_8b_h100_tokens"] == "426,784"
+    assert F["sched_llama3_8b_h100_seqs_4k"] == "104"  # 426,784 / 4,096 = 104.2
+    # 0.5 GiB over 64 GB/s = 8.39 ms; 2 x 6.98e9 x 4,096 + 2 x 32 x 4,096 x 4,096^2 = 6.16e13 FLOPs.
+    assert F["sched_swap_ms_4k"] == "8.4 ms"
+    assert F["sched_recompute_ms_4k"] == "62.3 ms"
+    assert F["evict_llama3_8b_gib_16k"] == "2.00 GiB"
+    assert F["evict_llama3_8b_gib_16k_20pct"] == "0.40 GiB"
+    assert F["evict_llama3_8b_mib_1024"] == "128 MiB"
+    # float32 spacing at 1e8 is 8, so 1e8 + 1 rounds back to 1e8.
+    assert (F["batchinv_fp32_left"], F["batchinv_fp32_right"]) == ("0.0", "1.0")
