@@ -162,3 +162,15 @@ def test_scheduling_figures() -> None:
     assert F["evict_llama3_8b_mib_1024"] == "128 MiB"
     # float32 spacing at 1e8 is 8, so 1e8 + 1 rounds back to 1e8.
     assert (F["batchinv_fp32_left"], F["batchinv_fp32_right"]) == ("0.0", "1.0")
+
+
+def test_mask_numerics() -> None:
+    # fp16: 5 exponent bits, largest finite (2 - 2^-10) x 2^15 = 65,504; ulp there is 32.
+    assert F["mask_fp16_min"] == "-65,504"
+    assert F["mask_fp16_of_minus_1e9"] == "-inf"
+    assert F["mask_fp16_min_twice"] == "-inf"
+    # -65,520 is the halfway point to overflow and rounds to even (-inf); -65,519 rounds back.
+    assert F["mask_fp16_min_minus_16"] == "-inf"
+    assert F["mask_fp16_min_minus_15"] == "-65,504"
+    assert F["mask_fp16_exp_limit"] == "11.09"  # ln 65,504
+    assert F["mask_bf16_min"] == "-3.39e+38"  # (2 - 2^-7) x 2^127
