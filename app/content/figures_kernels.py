@@ -223,6 +223,8 @@ def _prefix() -> dict[str, str]:
     f["prefix_prefill_ms_4000_cold"] = f"{cold * 1e3:.1f} ms"
     f["prefix_prefill_ms_4000_warm"] = f"{warm * 1e3:.1f} ms"
     f["prefix_prefill_speedup_4000_3000"] = f"{cold / warm:.1f}x"
+    f["prefix_hit_rate_4000_3000"] = _pct(3000 / 4000)
+    f["prefix_naive_speedup_4000_3000"] = f"{4000 / (4000 - 3000):.0f}x"
     return f
 
 
@@ -233,6 +235,8 @@ def _scheduling() -> dict[str, str]:
     budget = 0.9 * H100_SXM.hbm_bytes - weights  # vLLM's default gpu_memory_utilization, 0.9
     block = m.kv_bytes(VLLM_BLOCK)
     blocks = math.floor(budget / block)
+    f["sched_llama3_8b_weights_gb"] = f"{weights / 1e9:.1f} GB"
+    f["sched_llama3_8b_h100_free_gb"] = f"{(H100_SXM.hbm_bytes - weights) / 1e9:.1f} GB"
     f["sched_llama3_8b_h100_kv_gb"] = f"{budget / 1e9:.1f} GB"
     f["sched_llama3_8b_h100_blocks"] = _int(blocks)
     f["sched_llama3_8b_h100_tokens"] = _int(blocks * VLLM_BLOCK)

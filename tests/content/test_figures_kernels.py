@@ -139,6 +139,7 @@ def test_prefix_cache_figures() -> None:
     assert F["prefix_prefill_ms_4000_cold"] == "60.7 ms"
     assert F["prefix_prefill_ms_4000_warm"] == "16.0 ms"
     assert F["prefix_prefill_speedup_4000_3000"] == "3.8x"
+    assert (F["prefix_hit_rate_4000_3000"], F["prefix_naive_speedup_4000_3000"]) == ("75%", "4x")
 
 
 def test_prefill_flops_counts_only_new_tokens_but_all_keys() -> None:
@@ -151,6 +152,8 @@ def test_prefill_flops_counts_only_new_tokens_but_all_keys() -> None:
 def test_scheduling_figures() -> None:
     # 0.9 x 80e9 - 2 x 8,030,261,248 = 55.94e9 bytes; / 2 MiB blocks = 26,674; x 16 tokens.
     assert F["sched_llama3_8b_h100_kv_gb"] == "55.9 GB"
+    assert F["sched_llama3_8b_weights_gb"] == "16.1 GB"
+    assert F["sched_llama3_8b_h100_free_gb"] == "63.9 GB"  # 80e9 - 16.06e9
     assert F["sched_llama3_8b_h100_blocks"] == "26,674"
     assert F["sched_llama3_8b_h100_tokens"] == "426,784"
     assert F["sched_llama3_8b_h100_seqs_4k"] == "104"  # 426,784 / 4,096 = 104.2
