@@ -38,6 +38,7 @@ LLAMA2_ROPE_BASE = 10_000.0
 H100_SMS = 132  # NVIDIA H100 Tensor Core GPU Architecture whitepaper: H100 SXM5, 132 SMs
 VLLM_BLOCK = 16  # vLLM's default KV block size in tokens
 VLLM_V2_PARTITION = 512  # vLLM paged_attention_v2: tokens per partition of the split-K kernel
+GPU_24GB_BYTES = 24 * 10**9  # NVIDIA L4 data sheet: 24 GB GDDR6
 PCIE5_X16_ONE_WAY = 64e9  # H100 data sheet: PCIe Gen5 128 GB/s, both directions together
 SAMPLING_LOGITS = [3.0, 2.0, 1.0, 0.5, -1.0]  # a five-token toy vocabulary for the sampling cards
 
@@ -149,6 +150,11 @@ def _long_context() -> dict[str, str]:
     long = im.min_time_per_token(weights, m.kv_bytes(131072), H100_SXM)
     f["longctx_decode_ms_short_h100"] = f"{short * 1e3:.2f} ms"
     f["longctx_decode_ms_128k_h100"] = f"{long * 1e3:.2f} ms"
+    # Llama-3.1-8B on a 24 GB card (an L4, say) at vLLM's default 0.9 utilisation.
+    pool = 0.9 * GPU_24GB_BYTES - weights
+    f["longctx_24gb_pool_gb"] = f"{pool / 1e9:.1f} GB"
+    f["longctx_24gb_max_tokens"] = _int(math.floor(pool / m.kv_bytes(VLLM_BLOCK)) * VLLM_BLOCK)
+    f["longctx_24gb_max_tokens_fp8"] = _int(math.floor(pool / (m.kv_bytes(VLLM_BLOCK) / 2)) * VLLM_BLOCK)
     return f
 
 

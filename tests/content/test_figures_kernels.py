@@ -177,3 +177,10 @@ def test_mask_numerics() -> None:
     assert F["mask_fp16_min_minus_15"] == "-65,504"
     assert F["mask_fp16_exp_limit"] == "11.09"  # ln 65,504
     assert F["mask_bf16_min"] == "-3.39e+38"  # (2 - 2^-7) x 2^127
+
+
+def test_long_context_on_a_24gb_card() -> None:
+    # 0.9 x 24e9 - 16.06e9 = 5.54e9 bytes = 2,641 blocks of 2 MiB = 42,256 tokens; fp8 halves a block.
+    assert F["longctx_24gb_pool_gb"] == "5.5 GB"
+    assert F["longctx_24gb_max_tokens"] == "42,256"
+    assert F["longctx_24gb_max_tokens_fp8"] == "84,512"
