@@ -114,3 +114,103 @@ def ceil_div(a: int, b: int) -> int:
 def sequences_that_fit(free_bytes: float, bytes_per_sequence: float) -> int:
     """Whole sequences whose cache fits in free_bytes."""
     return math.floor(free_bytes / bytes_per_sequence)
+
+
+# --- Kernels, sampling and the cache manager (the content-kernels cards) ---------------------------
+# Sources: sliding windows, Jiang et al., 2023, Mistral 7B (arXiv:2310.06825); hybrid local/global
+# layers, Gemma Team, 2024, Gemma 2 (arXiv:2408.00118); the log-sum-exp merge, Dao et al., 2023,
+# Flash-Decoding for long-context inference; nucleus sampling, Holtzman et al., 2019
+# (arXiv:1904.09751); min-p, Nguyen et al., 2024 (arXiv:2407.01082).
+
+
+def windowed_kv_bytes(
+    full_layers: int,
+    window_layers: int,
+    window: int,
+    kv_heads: int,
+    head_dim: int,
+    seq_len: int,
+    bytes_per_element: int,
+) -> int:
+    """Cache of one sequence when `window_layers` keep only the last `window` tokens.
+
+    Full-attention layers hold every token; sliding-window layers hold min(seq_len, window)
+    (a rolling buffer). Mistral-7B-v0.1 is all window layers; Gemma-2 alternates the two.
+    """
+    per_token_layer = 2 * kv_heads * head_dim * bytes_per_element
+    tokens = full_layers * seq_len + window_layers * min(seq_len, window)
+    return per_token_layer * tokens
+
+
+def window_reach(layers: int, window: int) -> int:
+    """Tokens back that information can travel through `layers` stacked sliding windows."""
+    return layers * window
+
+
+def prefill_attention_flops(layers: int, q_heads: int, head_dim: int, seq_len: int) -> float:
+    """FLOPs of the score (Q K^T) and value (P V) matmuls of one causal prefill.
+
+    Each matmul costs 2 FLOPs per multiply-add over q_heads * head_dim * n^2 / 2 pairs (the
+    causal half; the exact count is n (n + 1) / 2, a rounding at long n). The projections and
+    the MLP are the 2 * params * n of matmul_flops; this is the part that grows as n^2.
+    """
+    return 2 * 2 * layers * q_heads * head_dim * seq_len**2 / 2
+
+
+def logsumexp(scores: list[float]) -> float:
+    top = max(scores)
+    return top + math.log(sum(math.exp(s - top) for s in scores))
+
+
+def merge_attention_splits(partials: list[tuple[float, float]]) -> float:
+    """Combine per-split (output, log-sum-exp) pairs into the exact softmax-weighted output.
+
+    Split i computed o_i = sum(softmax over its own keys * v) and lse_i = log(sum exp(scores_i)).
+    The whole row's lse is log(sum exp(lse_i)); split i's weight is exp(lse_i - lse). Scalar
+    values keep the example small; a kernel does the same per output element.
+    """
+    total = logsumexp([lse for _, lse in partials])
+    return sum(out * math.exp(lse - total) for out, lse in partials)
+
+
+def softmax(logits: list[float], temperature: float = 1.0) -> list[float]:
+    """Probabilities of logits / temperature (temperature > 0; greedy is the limit at 0)."""
+    if temperature <= 0:
+        raise ValueError("temperature must be positive; greedy decoding is argmax")
+    scaled = [x / temperature for x in logits]
+    top = max(scaled)
+    exps = [math.exp(x - top) for x in scaled]
+    total = sum(exps)
+    return [e / total for e in exps]
+
+
+def nucleus_size(probs: list[float], top_p: float) -> int:
+    """Tokens top-p keeps: the fewest most-likely tokens whose mass reaches top_p."""
+    mass, kept = 0.0, 0
+    for p in sorted(probs, reverse=True):
+        mass += p
+        kept += 1
+        if mass >= top_p:
+            break
+    return kept
+
+
+def min_p_kept(probs: list[float], min_p: float) -> int:
+    """Tokens min-p keeps: those with probability at least min_p times the top probability."""
+    threshold = min_p * max(probs)
+    return sum(1 for p in probs if p >= threshold)
+
+
+def repetition_penalty(logit: float, penalty: float) -> float:
+    """CTRL's penalty on a token already seen: divide a positive logit, multiply a negative one."""
+    return logit / penalty if logit > 0 else logit * penalty
+
+
+def frequency_presence_penalty(logit: float, count: int, frequency: float, presence: float) -> float:
+    """OpenAI-style additive penalties: frequency per previous occurrence, presence once if any."""
+    return logit - count * frequency - (presence if count > 0 else 0.0)
+
+
+def reusable_prefix_tokens(shared_tokens: int, block_size: int) -> int:
+    """Tokens a block-hashing prefix cache can reuse: only whole blocks are hashed and shared."""
+    return shared_tokens // block_size * block_size

@@ -50,3 +50,63 @@ def test_speculative_expected_tokens() -> None:
 def test_cost_per_million_tokens() -> None:
     # $3.60 an hour at 1,000 tokens/s: 3.6M tokens an hour, so $1 per million.
     assert im.cost_per_million_tokens(3.6, 1000) == pytest.approx(1.0)
+
+
+def test_windowed_cache_counts_full_and_window_layers() -> None:
+    # Mistral-7B-v0.1 at 32,768 tokens: every layer holds 4,096 tokens, 8x less than full.
+    full = im.windowed_kv_bytes(32, 0, 4096, 8, 128, 32768, 2)
+    windowed = im.windowed_kv_bytes(0, 32, 4096, 8, 128, 32768, 2)
+    assert full == 2 * 8 * 128 * 2 * 32 * 32768
+    assert full == 8 * windowed
+    # Shorter than the window, a window layer holds every token.
+    assert im.windowed_kv_bytes(0, 32, 4096, 8, 128, 100, 2) == im.windowed_kv_bytes(
+        32, 0, 4096, 8, 128, 100, 2
+    )
+    # Gemma-2-9B at 8,192: 21 full layers of 8,192 plus 21 window layers of 4,096.
+    assert im.windowed_kv_bytes(21, 21, 4096, 8, 256, 8192, 2) == 2 * 8 * 256 * 2 * (21 * 8192 + 21 * 4096)
+    assert im.window_reach(32, 4096) == 131072
+
+
+def test_prefill_attention_flops_is_quadratic() -> None:
+    assert im.prefill_attention_flops(1, 1, 1, 10) == 200
+    assert im.prefill_attention_flops(32, 32, 128, 2000) == 4 * im.prefill_attention_flops(32, 32, 128, 1000)
+
+
+def test_log_sum_exp_merge_equals_one_softmax() -> None:
+    scores, values = [1.0, 2.0, 3.0, 4.0], [10.0, 20.0, 30.0, 40.0]
+    probs = im.softmax(scores)
+    whole = sum(p * v for p, v in zip(probs, values, strict=True))
+    halves = []
+    for lo, hi in ((0, 2), (2, 4)):
+        local = im.softmax(scores[lo:hi])
+        halves.append(
+            (sum(p * v for p, v in zip(local, values[lo:hi], strict=True)), im.logsumexp(scores[lo:hi]))
+        )
+    assert im.merge_attention_splits(halves) == pytest.approx(whole)
+    assert im.logsumexp([0.0, 0.0]) == pytest.approx(0.6931471805599453)
+
+
+def test_sampling_filters() -> None:
+    assert im.softmax([0.0, 0.0]) == [0.5, 0.5]
+    assert im.softmax([2.0, 0.0], temperature=2.0) == pytest.approx(im.softmax([1.0, 0.0]))
+    with pytest.raises(ValueError, match="greedy"):
+        im.softmax([1.0], temperature=0)
+    probs = [0.5, 0.3, 0.15, 0.05]
+    assert im.nucleus_size(probs, 0.5) == 1
+    assert im.nucleus_size(probs, 0.8) == 2
+    assert im.nucleus_size(probs, 0.81) == 3
+    assert im.min_p_kept(probs, 0.1) == 4  # threshold 0.05 keeps the 0.05 token
+    assert im.min_p_kept(probs, 0.5) == 2  # threshold 0.25
+
+
+def test_penalties() -> None:
+    assert im.repetition_penalty(2.4, 1.2) == pytest.approx(2.0)
+    assert im.repetition_penalty(-1.0, 1.2) == pytest.approx(-1.2)
+    assert im.frequency_presence_penalty(3.0, 3, 0.3, 0.5) == pytest.approx(1.6)
+    assert im.frequency_presence_penalty(3.0, 0, 0.3, 0.5) == 3.0
+
+
+def test_reusable_prefix_tokens_counts_whole_blocks() -> None:
+    assert im.reusable_prefix_tokens(1000, 16) == 992
+    assert im.reusable_prefix_tokens(15, 16) == 0
+    assert im.reusable_prefix_tokens(32, 16) == 32
