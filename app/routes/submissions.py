@@ -94,10 +94,12 @@ async def get_submission(
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            # Woken by our grading thread, or re-read for a verdict another process stored.
+            # Woken by our grading thread (with the verdict), or re-read for one another process stored.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(entry[1].wait(), min(left, waits.recheck_s))
-            entry[1].clear()
+                await asyncio.wait_for(entry.event.wait(), min(left, waits.recheck_s))
+            if entry.payload is not None:
+                found = entry.payload
+                break
             found = await run_in_threadpool(_load_for, request, submission_id)
     finally:
         waits.unregister(submission_id, entry)

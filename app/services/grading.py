@@ -12,6 +12,7 @@ import secrets
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from huey import MemoryHuey, RedisHuey
 from huey.api import Huey
@@ -44,13 +45,13 @@ def grade_submission(
     limits: Limits | None = None,
     topics: Mapping[str, Sequence[str]] | None = None,
     settings: Settings | None = None,
-    on_done: Callable[[str], None] | None = None,
+    on_done: Callable[[str, dict[str, Any]], None] | None = None,
 ) -> None:
     """Grade one stored submission and store its verdict. Never raises for a bad submission.
 
     The verdict also counts for spaced repetition: a pass is a Good review of the challenge's
-    concept cards (`topics[slug]`), any other verdict brings them forward. `on_done(id)` runs
-    once the verdict is committed (it wakes the requests waiting for it).
+    concept cards (`topics[slug]`), any other verdict brings them forward. `on_done(id, json)` runs
+    once the verdict is committed, with the submission's JSON (it wakes the requests waiting).
     """
     from graders.runner import grade
 
@@ -101,7 +102,7 @@ def grade_submission(
             )
         session.commit()
     if on_done is not None:
-        on_done(submission_id)
+        on_done(submission_id, {**result, "id": submission_id, "status": "done"})
 
 
 def log_isolation(limits: Limits) -> None:
@@ -134,7 +135,7 @@ class GradingQueue:
     topics: Mapping[str, Sequence[str]]
     consumer: Consumer | None = None
     # Called with a submission's id once its verdict is stored (in the grading thread).
-    on_done: Callable[[str], None] | None = None
+    on_done: Callable[[str, dict[str, Any]], None] | None = None
 
     def __post_init__(self) -> None:
         engine, settings, topics = self.engine, self.settings, self.topics
@@ -149,9 +150,9 @@ class GradingQueue:
         self._takeover: threading.Thread | None = None
         self._stopping = threading.Event()
 
-    def _notify(self, submission_id: str) -> None:
+    def _notify(self, submission_id: str, payload: dict[str, Any]) -> None:
         if self.on_done is not None:
-            self.on_done(submission_id)
+            self.on_done(submission_id, payload)
 
     def submit(self, *, session: Session, user_id: int, challenge: str, code: str) -> Submission:
         submission = Submission(

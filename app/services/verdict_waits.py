@@ -1,9 +1,9 @@
 """Requests waiting for a verdict (`GET /api/submissions/{id}?wait=S`), woken when it is stored.
 
-The grading thread calls `notify(id)` right after committing the verdict; every request
-waiting on that id in this process wakes at once. A verdict stored by another process (a
-`kvprep worker`, another server process) is found by the waiting request's own re-reads of
-the database every `recheck_s`.
+The grading thread calls `notify(id, json)` right after committing the verdict: every request
+waiting on that id in this process wakes at once and answers with that JSON (no second read).
+A verdict stored by another process (a `kvprep worker`, another server process) is found by
+the waiting request's own re-reads of the database every `recheck_s`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,16 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import defaultdict
+from typing import Any
 
-Waiter = tuple[asyncio.AbstractEventLoop, asyncio.Event]
+
+class Waiter:
+    """One waiting request: its loop, the event that wakes it, and the verdict JSON once known."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.event = asyncio.Event()
+        self.payload: dict[str, Any] | None = None
 
 
 class VerdictWaits:
@@ -22,7 +30,7 @@ class VerdictWaits:
         self._lock = threading.Lock()
 
     def register(self, submission_id: str) -> Waiter:
-        entry = (asyncio.get_running_loop(), asyncio.Event())
+        entry = Waiter()
         with self._lock:
             self._waiting[submission_id].add(entry)
         return entry
@@ -35,12 +43,13 @@ class VerdictWaits:
                 if not waiting:
                     del self._waiting[submission_id]
 
-    def notify(self, submission_id: str) -> None:
-        """From any thread: wake every request waiting on this submission."""
+    def notify(self, submission_id: str, payload: dict[str, Any]) -> None:
+        """From any thread: wake every request waiting on this submission, with its verdict JSON."""
         with self._lock:
             waiting = list(self._waiting.get(submission_id, ()))
-        for loop, event in waiting:
+        for waiter in waiting:
+            waiter.payload = payload
             try:
-                loop.call_soon_threadsafe(event.set)
+                waiter.loop.call_soon_threadsafe(waiter.event.set)
             except RuntimeError:  # that loop has closed (the server is stopping)
                 pass
