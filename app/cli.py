@@ -55,6 +55,20 @@ def _sync_content(_: argparse.Namespace) -> int:
     return 0
 
 
+def _purge_guests(_: argparse.Namespace) -> int:
+    from sqlmodel import Session
+
+    from app.db import get_engine, migrate
+    from app.services.guests import purge_idle_guests
+
+    migrate()
+    settings = get_settings()
+    with Session(get_engine()) as session:
+        removed = purge_idle_guests(session=session, idle_days=settings.guest_idle_days)
+    print(f"removed {removed} guests idle for over {settings.guest_idle_days} days that kept nothing")
+    return 0
+
+
 def _figures(_: argparse.Namespace) -> int:
     from app.content.figures import compute_figures
 
@@ -65,20 +79,31 @@ def _figures(_: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
+    from sqlmodel import Session
 
     from app.content.catalog import load_catalog
     from app.content.loader import ContentError
-    from app.db import migrate
+    from app.db import get_engine, migrate
+    from app.services.content_sync import sync_bank
 
+    settings = get_settings()
     try:
-        load_catalog(get_settings().content_root)
+        catalog = load_catalog(settings.content_root)
     except ContentError as exc:
         print(f"refusing to start: {exc}", file=sys.stderr)
         return 1
     migrate()
+    if settings.sync_content_on_start:
+        # Synced once here, before the server processes start: N processes syncing at once collide.
+        with Session(get_engine()) as session:
+            print(f"question bank synced: {sync_bank(session=session, bank=catalog.bank)}")
+        get_engine().dispose()
+        os.environ["KVPREP_SYNC_CONTENT_ON_START"] = "false"
     # Our own loggers (kvprep.*, graders.*) print beside uvicorn's: start-up reports the sandbox layers.
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     logging.getLogger("huey").setLevel(logging.WARNING)  # one line per task drowns the access log
+    # Every process reads its settings from the environment: tell them how many they are.
+    os.environ["KVPREP_SERVER_PROCESSES"] = str(args.workers)
     uvicorn.run(
         "app.main:create_app",
         factory=True,
@@ -88,6 +113,8 @@ def _serve(args: argparse.Namespace) -> int:
         loop="uvloop",
         http="httptools",
         log_level="info",
+        # One log line per request cost a twelfth of a page under load: off unless asked for.
+        access_log=args.access_log,
     )
     return 0
 
@@ -117,11 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     # Torch runs single-threaded in every kvprep process: grading shares 2 cores with the server.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     if argv[:2] == ["bench", "grader"]:
-        from app.bench import main as bench_main
+        from app.bench.grader import main as bench_main
 
         return bench_main(argv[2:])
     if argv[:2] == ["bench", "pages"]:
-        from app.bench import pages_main
+        from app.bench.pages import main as pages_main
 
         return pages_main(argv[2:])
     if argv[:2] == ["bench", "lab"]:
@@ -141,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("serve", help="migrate, sync the bank and serve the app")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--workers", type=int, default=1, help="server processes (up to the cores)")
+    p.add_argument("--access-log", action="store_true", help="log every request (off by default)")
     p.set_defaults(func=_serve)
     sub.add_parser("migrate", help="bring the database schema up to date").set_defaults(func=_migrate)
     sub.add_parser("sync-content", help="load questions/ into the database").set_defaults(func=_sync_content)
@@ -149,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--root", help="bank folder (default: questions/)")
     p.set_defaults(func=_check_content)
     sub.add_parser("figures", help="print every computed figure cards may quote").set_defaults(func=_figures)
+    sub.add_parser(
+        "purge-guests", help="delete idle guests that kept nothing (KVPREP_GUEST_IDLE_DAYS)"
+    ).set_defaults(func=_purge_guests)
     sub.add_parser("grade", help="grade a file: kvprep grade SLUG FILE [--json]")
     sub.add_parser("bench", help="kvprep bench grader | pages | lab: latency of a server, speed of the lab")
     sub.add_parser(

@@ -51,6 +51,10 @@ class Settings(BaseSettings):
     # The embedded queue's store when REDIS_URL is empty: a SQLite file, or "memory" (tests).
     embedded_queue: Literal["sqlite", "memory"] = "sqlite"
     queue_file: Path = ROOT / "var" / "grading-queue.sqlite3"
+    # Processes of this server (`kvprep serve --workers N` sets it). Above one, without REDIS_URL,
+    # rate limits are counted in `ratelimit_file` so every process sees the same counts.
+    server_processes: int = 1
+    ratelimit_file: Path = ROOT / "var" / "rate-limits.sqlite3"
     # Grading threads in the app process (0 = none: `kvprep worker` processes do the grading).
     # Two match the 2 cores; the sandbox's children each run single-threaded torch.
     grading_workers: int = 2
@@ -94,6 +98,11 @@ class Settings(BaseSettings):
     login_attempts_per_minute: int = 10
     # Sign-ups per hour per client address: each one costs an argon2 hash and a row.
     signups_per_hour: int = 20
+    # New guest rows per hour per client address. A guest gets a row only when it stores something
+    # (a submission, a quiz, a mock, a setting); a class behind one NAT address stays well inside this.
+    guests_per_hour: int = 200
+    # Guests that stored nothing are deleted after this many days (at start-up and `kvprep purge-guests`).
+    guest_idle_days: int = 30
     # Shortest password accepted (NIST SP 800-63B asks for at least 8); longest, to bound hashing work.
     password_min_length: int = 8
     password_max_length: int = 256

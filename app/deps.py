@@ -6,6 +6,7 @@ import hmac
 from typing import Annotated
 
 from fastapi import Depends, Form, HTTPException, Request
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from app.config import Settings
@@ -14,24 +15,42 @@ from app.db import get_session
 from app.models import User
 from app.services.accounts import fingerprint
 from app.services.clock import SYSTEM_CLOCK, Clock
-from app.sessions import csrf_valid, guest_token, log_out, session_account
+from app.services.site import SiteContent
+from app.sessions import (
+    csrf_valid,
+    guest_row_id,
+    guest_token,
+    log_out,
+    remember_guest_row,
+    session_account,
+)
 
 
-def app_settings(request: Request) -> Settings:
+# The dependencies that only read app.state are coroutines: FastAPI runs a plain function
+# dependency in the thread pool, a hop that costs more than the page it feeds.
+async def app_settings(request: Request) -> Settings:
     return request.app.state.settings  # type: ignore[no-any-return]
 
 
-def app_catalog(request: Request) -> Catalog:
+async def app_catalog(request: Request) -> Catalog:
     return request.app.state.catalog  # type: ignore[no-any-return]
+
+
+async def app_site(request: Request) -> SiteContent:
+    return request.app.state.site  # type: ignore[no-any-return]
 
 
 SessionDep = Annotated[Session, Depends(get_session)]
 SettingsDep = Annotated[Settings, Depends(app_settings)]
 CatalogDep = Annotated[Catalog, Depends(app_catalog)]
+SiteDep = Annotated[SiteContent, Depends(app_site)]
 
 
 def find_user(request: Request, session: SessionDep) -> User | None:
-    """The signed-in account, else the guest's row if it exists yet; creates nothing."""
+    """The signed-in account, else the guest's row if it exists yet; creates nothing.
+
+    A guest whose session says it has no row costs no query at all.
+    """
     account = session_account(request)
     if account is not None:
         user_id, auth = account
@@ -41,22 +60,60 @@ def find_user(request: Request, session: SessionDep) -> User | None:
             return user
         log_out(request)  # the account was deleted or its password changed: back to a fresh guest
     token = guest_token(request)
-    return session.exec(select(User).where(User.guest_token == token)).first()
+    if guest_row_id(request) == 0:
+        return None
+    user = session.exec(select(User).where(User.guest_token == token)).first()
+    remember_guest_row(request, user.id if user else None)
+    return user
 
 
 def current_user(request: Request, session: SessionDep) -> User:
-    """The visitor's user row: the account, or a guest row created on first need from the session token."""
+    """The visitor's user row: the account, or a guest row created now, for something worth keeping.
+
+    Only routes that store something for the visitor depend on this; pages that only read use
+    `Visitor`. New guest rows are rate-limited per client address (a script without cookies
+    would otherwise mint a row per request).
+    """
     user = find_user(request, session)
+    if user is not None:
+        return user
+    token = guest_token(request)
+    # The session may be stale (two tabs): look once before creating.
+    user = session.exec(select(User).where(User.guest_token == token)).first()
     if user is None:
-        user = User(guest_token=guest_token(request))
-        session.add(user)
-        session.commit()
-        session.refresh(user)
+        host = request.client.host if request.client else "unknown"
+        wait = request.app.state.guest_limiter.hit(f"guest:ip:{host}")
+        if wait:
+            raise HTTPException(
+                429,
+                "Too many new guests from your address: sign in, or try again later",
+                headers={"Retry-After": str(wait)},
+            )
+        try:
+            user = User(guest_token=token)
+            session.add(user)
+            session.commit()
+            session.refresh(user)
+        except IntegrityError:  # the same guest's other request made it first
+            session.rollback()
+            user = session.exec(select(User).where(User.guest_token == token)).one()
+    remember_guest_row(request, user.id)
     return user
+
+
+def visitor(request: Request, session: SessionDep) -> User:
+    """The visitor's row for a page that only reads: without one, an unsaved stand-in (id 0).
+
+    No user row has id 0, so every query on the stand-in finds nothing: a guest who has done
+    nothing yet sees an empty history, and no row is created for looking.
+    """
+    user = find_user(request, session)
+    return user if user is not None else User(id=0, guest_token=guest_token(request))
 
 
 CurrentUser = Annotated[User, Depends(current_user)]
 MaybeUser = Annotated[User | None, Depends(find_user)]
+Visitor = Annotated[User, Depends(visitor)]
 
 
 def csrf_protect(request: Request, csrf_token: Annotated[str, Form()] = "") -> None:
@@ -76,4 +133,8 @@ def app_clock(request: Request) -> Clock:
     return getattr(request.app.state, "clock", SYSTEM_CLOCK)  # type: ignore[no-any-return]
 
 
-ClockDep = Annotated[Clock, Depends(app_clock)]
+async def _clock_dependency(request: Request) -> Clock:
+    return app_clock(request)
+
+
+ClockDep = Annotated[Clock, Depends(_clock_dependency)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -9,16 +10,15 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from fastapi.staticfiles import StaticFiles
 from sqlmodel import Session
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.middleware.sessions import SessionMiddleware
 
-from app.config import ROOT, Settings, get_settings
+from app.config import Settings, get_settings
 from app.content.catalog import load_catalog
 from app.db import make_engine
 from app.lab.jobs import LabJobs
 from app.middleware import BodySizeLimit
+from app.pages import GuestPageShortcut
 from app.routes import (
     account,
     auth,
@@ -35,20 +35,24 @@ from app.routes import (
 )
 from app.services.content_sync import sync_bank
 from app.services.grading import build_queue
+from app.services.guests import purge_idle_guests
 from app.services.ratelimit import RateLimiter
-from app.sessions import GuestSessionMiddleware, csrf_token, pop_flashes, signed_in_email
-from app.web import templates
+from app.services.site import load_site_content
+from app.services.verdict_waits import VerdictWaits
+from app.sessions import (
+    GuestSessionMiddleware,
+    SessionCookieMiddleware,
+    csrf_token,
+    pop_flashes,
+    signed_in_email,
+)
+from app.static_assets import HashedStaticFiles
+from app.web import static_assets, templates
 
 log = logging.getLogger("kvprep")
 
-# Helpers every page may call: the header's account links, CSRF tokens for forms, flashes, the due count.
-templates.env.globals.update(
-    csrf_token=csrf_token,
-    signed_in_email=signed_in_email,
-    pop_flashes=pop_flashes,
-    due_today=progress.home_due_today,
-    calculator_link=calculator.calculator_link,
-)
+# Helpers every page may call: the header's account links, CSRF tokens for forms, flashes.
+templates.env.globals.update(csrf_token=csrf_token, signed_in_email=signed_in_email, pop_flashes=pop_flashes)
 
 
 def _wants_html(request: Request) -> bool:
@@ -73,33 +77,57 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 with Session(app.state.engine) as session:
                     report = sync_bank(session=session, bank=app.state.catalog.bank)
                     log.info("question bank synced: %s", report)
+            with Session(app.state.engine) as session:
+                app.state.site = load_site_content(session)
+                purged = purge_idle_guests(session=session, idle_days=settings.guest_idle_days)
+                if purged:
+                    log.info("removed %d idle guests that kept nothing", purged)
             app.state.grading = build_queue(
                 settings, app.state.engine, {c.slug: c.meta.topics for c in app.state.catalog.challenges}
             )
+            app.state.grading.on_done = app.state.verdict_waits.notify
             # Lab runs go through the same queue; its workers only launch their child processes.
             app.state.lab = LabJobs(app.state.grading.huey, app.state.engine, settings)
             if settings.grading_workers > 0:
                 app.state.grading.start_workers(settings.grading_workers)
+            # Everything loaded so far (torch's modules above all) lives as long as the process: out
+            # of the collector's sight, a full collection no longer walks it, which paused pages
+            # for hundreds of milliseconds under load.
+            gc.collect()
+            gc.freeze()
             yield
         finally:
             if getattr(app.state, "grading", None) is not None:
                 app.state.grading.stop()
             app.state.engine.dispose()
 
-    app = FastAPI(title="kvprep", summary="Interview trainer for LLM inference", lifespan=lifespan)
+    app = FastAPI(
+        title="kvprep",
+        summary="Interview trainer for LLM inference",
+        lifespan=lifespan,
+        # No OpenTelemetry here: its checks ran on every request.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
+    )
     app.state.settings = settings
-    # Rate limits live in Redis when there is one, so every server process counts together.
+    # Rate limits live in Redis when there is one, else in a SQLite file when several processes
+    # serve: every process counts together. One process alone counts in memory.
     limits_storage = settings.redis_url or "memory://"
+    if not settings.redis_url and settings.server_processes > 1:
+        limits_storage = f"kvprep-sqlite://{settings.ratelimit_file}"
     app.state.submit_limiter = RateLimiter(f"{settings.submissions_per_minute}/minute", limits_storage)
     app.state.login_limiter = RateLimiter(f"{settings.login_attempts_per_minute}/minute", limits_storage)
     app.state.signup_limiter = RateLimiter(f"{settings.signups_per_hour}/hour", limits_storage)
     app.state.lab_limiter = RateLimiter(f"{settings.lab_runs_per_hour}/hour", limits_storage)
+    app.state.guest_limiter = RateLimiter(f"{settings.guests_per_hour}/hour", limits_storage)
+    app.state.verdict_waits = VerdictWaits()
     # The app's own engine, disposed when it shuts down.
     app.state.engine = make_engine(settings.database_url)
+    # Innermost first: the kept guest pages answer inside the session middlewares, below any other.
+    app.add_middleware(GuestPageShortcut)
     app.add_middleware(GuestSessionMiddleware)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(
-        SessionMiddleware,
+        SessionCookieMiddleware,
         secret_key=settings.secret_key,
         session_cookie="kvprep_session",
         max_age=settings.session_max_age_s,
@@ -121,7 +149,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         errors = [{k: e[k] for k in ("loc", "msg", "type") if k in e} for e in exc.errors()]
         return JSONResponse({"detail": errors}, status_code=422)
 
-    app.mount("/static", StaticFiles(directory=ROOT / "static"), name="static")
+    app.mount("/static", HashedStaticFiles(manifest=static_assets), name="static")
     app.include_router(home.pages)
     app.include_router(topics.pages)
     app.include_router(cards.pages)

@@ -12,11 +12,11 @@ class BodySizeLimit:
         self.max_bytes = max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD"):
+            # No route reads a GET body, so there is nothing to bound (and nothing to spend per page).
             await self.app(scope, receive, send)
             return
-        headers = dict(scope.get("headers") or [])
-        declared = headers.get(b"content-length")
+        declared = next((v for k, v in scope.get("headers") or [] if k == b"content-length"), None)
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             await JSONResponse({"detail": "Request body too large"}, status_code=413)(scope, receive, send)
             return

@@ -12,15 +12,42 @@ import secrets
 from typing import Any
 
 from fastapi import Request
+from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 GUEST_KEY = "guest"
+# The guest's user row id, or 0 while it has none: pages skip the database for a guest without one.
+GUEST_ROW_KEY = "gid"
 USER_KEY = "uid"
 AUTH_KEY = "auth"
 EMAIL_KEY = "email"
 CSRF_KEY = "csrf"
 FLASH_KEY = "flash"
 CSRF_FIELD = "csrf_token"
+
+
+STATIC_PREFIX = "/static/"
+
+
+def is_static(scope: Scope) -> bool:
+    """Static files need no session: no cookie is read, signed or set for them."""
+    return str(scope.get("path", "")).startswith(STATIC_PREFIX)
+
+
+class SessionCookieMiddleware(SessionMiddleware):
+    """Starlette's signed-cookie sessions, skipped for static files."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and is_static(scope):
+            await self.app(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
+
+
+def _new_guest(session: dict[str, Any]) -> str:
+    token = session[GUEST_KEY] = secrets.token_urlsafe(24)
+    session[GUEST_ROW_KEY] = 0  # a fresh token has no row yet: nothing to look up
+    return token
 
 
 class GuestSessionMiddleware:
@@ -31,15 +58,34 @@ class GuestSessionMiddleware:
         if scope["type"] == "http":
             session = scope.get("session")
             if session is not None and not isinstance(session.get(GUEST_KEY), str):
-                session[GUEST_KEY] = secrets.token_urlsafe(24)
+                _new_guest(session)
         await self.app(scope, receive, send)
 
 
 def guest_token(request: Request) -> str:
     token = request.session.get(GUEST_KEY)
     if not isinstance(token, str):  # the session was cleared during this request (log in, log out)
-        token = request.session[GUEST_KEY] = secrets.token_urlsafe(24)
+        token = _new_guest(request.session)
     return token
+
+
+def guest_row_id(request: Request) -> int | None:
+    """The guest row's id as the session remembers it: 0 for none yet, None when unknown (older cookies)."""
+    value = request.session.get(GUEST_ROW_KEY)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def remember_guest_row(request: Request, user_id: int | None) -> None:
+    request.session[GUEST_ROW_KEY] = user_id or 0
+
+
+def has_no_user_row(request: Request) -> bool:
+    """True when this visitor certainly has no user row: a guest whose session says so.
+
+    Such a visitor's pages need no database at all (no progress, no history, nothing due but
+    today's new cards).
+    """
+    return session_account(request) is None and guest_row_id(request) == 0
 
 
 def session_account(request: Request) -> tuple[int, str] | None:
@@ -48,6 +94,11 @@ def session_account(request: Request) -> tuple[int, str] | None:
     if isinstance(uid, int) and isinstance(auth, str):
         return uid, auth
     return None
+
+
+def signed_in(session: dict[str, Any]) -> bool:
+    """Whether a raw session (scope["session"]) belongs to a signed-in account."""
+    return isinstance(session.get(USER_KEY), int) and isinstance(session.get(AUTH_KEY), str)
 
 
 def log_in(request: Request, *, user_id: int, email: str, fingerprint: str) -> None:
@@ -73,8 +124,12 @@ def csrf_token(request: Request) -> str:
     """The session's CSRF token, made on first use; every HTML form that changes data posts it back."""
     token = request.session.get(CSRF_KEY)
     if not isinstance(token, str):
-        token = request.session[CSRF_KEY] = secrets.token_urlsafe(32)
+        token = request.session[CSRF_KEY] = new_csrf_token()
     return token
+
+
+def new_csrf_token() -> str:
+    return secrets.token_urlsafe(32)
 
 
 def csrf_valid(request: Request, submitted: str | None) -> bool:

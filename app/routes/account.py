@@ -13,7 +13,7 @@ from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.deps import CsrfChecked, CurrentUser, SessionDep, SettingsDep
+from app.deps import CsrfChecked, CurrentUser, SessionDep, SettingsDep, Visitor
 from app.models import User
 from app.services.accounts import delete_user, export_user, password_hasher
 from app.services.scheduling import retention_for
@@ -70,7 +70,7 @@ def _password_ok(user: User, password: str, settings: SettingsDep) -> bool:
 
 
 @router.get("")
-def get_account(user: CurrentUser, settings: SettingsDep) -> dict[str, Any]:
+def get_account(user: Visitor, settings: SettingsDep) -> dict[str, Any]:
     return account_json(user, settings)
 
 
@@ -87,7 +87,7 @@ def put_settings(
 
 
 @router.get("/export")
-def api_export(user: CurrentUser, session: SessionDep) -> Response:
+def api_export(user: Visitor, session: SessionDep) -> Response:
     return _export_response(session, user)
 
 
@@ -122,7 +122,7 @@ def _page(
 
 
 @pages.get("", response_class=HTMLResponse)
-def account_page(request: Request, user: CurrentUser, settings: SettingsDep) -> HTMLResponse:
+def account_page(request: Request, user: Visitor, settings: SettingsDep) -> HTMLResponse:
     return _page(request, user, settings, {}, 200)
 
 
@@ -161,7 +161,7 @@ def settings_form(
 
 
 @pages.get("/export")
-def export_download(user: CurrentUser, session: SessionDep) -> Response:
+def export_download(user: Visitor, session: SessionDep) -> Response:
     return _export_response(session, user)
 
 

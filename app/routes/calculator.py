@@ -132,19 +132,8 @@ def calculator_page(
     )
 
 
-_links: dict[int, dict[str, str]] = {}  # id(bank) -> card id -> calculator URL
 
-
-def calculator_link(request: Request, card_id: str) -> str | None:
+def calculator_url(figure_names: list[str]) -> str | None:
     """The calculator preset to a card's own case, for cards whose figures name a model's cache."""
-    bank = request.app.state.catalog.bank
-    links = _links.get(id(bank))
-    if links is None:
-        links = {}
-        for card in bank.cards:
-            preset = preset_for_figures(list(card.figures))
-            if preset:
-                links[card.id] = "/calculator?" + urlencode(preset)
-        _links.clear()  # one bank at a time: a re-synced bank replaces the old links
-        _links[id(bank)] = links
-    return links.get(card_id)
+    preset = preset_for_figures(figure_names)
+    return "/calculator?" + urlencode(preset) if preset else None

@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from collections.abc import Callable
+from typing import Annotated, Literal, TypeVar, cast
 
 from fastapi import APIRouter, HTTPException, Query, Request
-from fastapi.responses import HTMLResponse
-from sqlmodel import col, select
+from fastapi.responses import HTMLResponse, Response
+from markupsafe import Markup
+from sqlalchemy import Engine
+from sqlmodel import Session
+from starlette.concurrency import run_in_threadpool
 
-from app.deps import SessionDep, SettingsDep
+from app.routes.calculator import calculator_url
+from app.deps import SessionDep, SettingsDep, SiteDep
 from app.models import CardPage, CardPublic, Topic
+from app.pages import guest_cached
 from app.services.cards import CardFilter, get_card, list_cards, to_public, to_summary
+from app.services.site import SiteContent
 from app.web import templates
+
+T = TypeVar("T")
 
 router = APIRouter(prefix="/api/cards", tags=["cards"])
 pages = APIRouter(prefix="/cards", tags=["pages"], include_in_schema=False)
@@ -54,40 +63,83 @@ def api_get_card(card_id: str, session: SessionDep) -> CardPublic:
     return to_public(card)
 
 
+def _card_list_body(
+    session: Session, site: SiteContent, filters: CardFilter, page: int, page_size: int
+) -> Markup:
+    rows, total = list_cards(session=session, filters=filters, page=page, page_size=page_size)
+    html = templates.get_template("cards/_list.html").render(
+        cards=rows,
+        total=total,
+        page=page,
+        pages=max(1, math.ceil(total / page_size)),
+        topics=site.topics,
+        topic_titles={t.slug: t.title for t in site.topics},
+        filters={"topic": filters.topic or "", "difficulty": filters.difficulty or "", "q": filters.q or ""},
+    )
+    return Markup(html)
+
+
+def _card_body(session: Session, site: SiteContent, card_id: str) -> tuple[str, Markup] | None:
+    card = get_card(session=session, card_id=card_id)
+    if card is None:
+        return None
+    html = templates.get_template("cards/_detail.html").render(
+        card=to_public(card),
+        topic=site.topic(card.topic),
+        calculator=calculator_url(list((card.data or {}).get("figures", {}))),
+    )
+    return card.title, Markup(html)
+
+
+def _with_session(engine: Engine, make: Callable[[Session], T]) -> T:
+    with Session(engine) as session:
+        return make(session)
+
+
+# The list and the card are the same for every visitor: rendered once per filter (or card) and
+# kept for the process (the bank changes only at a restart's sync); the header stays per request.
 @pages.get("", response_class=HTMLResponse)
-def card_list_page(
+async def card_list_page(
     request: Request,
-    session: SessionDep,
     settings: SettingsDep,
+    site: SiteDep,
     topic: TopicParam = None,
     difficulty: DifficultyParam = None,
     q: SearchParam = None,
     page: PageParam = 1,
-) -> HTMLResponse:
-    _check_topic(session, topic)
-    rows, total = list_cards(
-        session=session, filters=CardFilter(topic, difficulty, q), page=page, page_size=settings.page_size
-    )
-    topics = session.exec(select(Topic).order_by(col(Topic.position))).all()
-    return templates.TemplateResponse(
-        request,
-        "cards/list.html",
-        {
-            "cards": rows,
-            "total": total,
-            "page": page,
-            "pages": max(1, math.ceil(total / settings.page_size)),
-            "topics": topics,
-            "topic_titles": {t.slug: t.title for t in topics},
-            "filters": {"topic": topic or "", "difficulty": difficulty or "", "q": q or ""},
-        },
-    )
+) -> Response:
+    if topic and site.topic(topic) is None:
+        raise HTTPException(422, f"Unknown topic {topic!r}")
+    key = ("cards", topic or "", difficulty or "", q or "", page)
+
+    async def render() -> Response:
+        body = site.fragments.get(key)
+        if body is None:
+            filters = CardFilter(topic, difficulty, q)
+            size = settings.page_size
+            engine = request.app.state.engine
+            body = await run_in_threadpool(
+                _with_session, engine, lambda s: _card_list_body(s, site, filters, page, size)
+            )
+            site.fragments.put(key, body)
+        return templates.TemplateResponse(request, "cards/list.html", {"body": body})
+
+    return await guest_cached(request, key, render)
 
 
 @pages.get("/{card_id}", response_class=HTMLResponse)
-def card_page(card_id: str, request: Request, session: SessionDep) -> HTMLResponse:
-    card = get_card(session=session, card_id=card_id)
-    if card is None:
-        raise HTTPException(404, "Card not found")
-    topic = session.get(Topic, card.topic)
-    return templates.TemplateResponse(request, "cards/detail.html", {"card": to_public(card), "topic": topic})
+async def card_page(card_id: str, request: Request, site: SiteDep) -> Response:
+    key = ("card", card_id)
+
+    async def render() -> Response:
+        found = site.fragments.get(key)
+        if found is None:
+            engine = request.app.state.engine
+            found = await run_in_threadpool(_with_session, engine, lambda s: _card_body(s, site, card_id))
+            if found is None:  # unknown ids are not kept: they could push real cards out
+                raise HTTPException(404, "Card not found")
+            site.fragments.put(key, found)
+        title, body = cast(tuple[str, Markup], found)
+        return templates.TemplateResponse(request, "cards/detail.html", {"title": title, "body": body})
+
+    return await guest_cached(request, key, render)

@@ -5,13 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 from sqlmodel import Session, col, select
+from starlette.concurrency import run_in_threadpool
 
 from app.content.catalog import Catalog
 from app.content.challenges import Challenge
-from app.deps import CatalogDep, CurrentUser, SessionDep
+from app.deps import CatalogDep, SessionDep, Visitor, find_user
 from app.models import Submission
+from app.pages import guest_cached
+from app.sessions import has_no_user_row
 from app.web import templates
 
 router = APIRouter(prefix="/api/challenges", tags=["challenges"])
@@ -63,7 +66,7 @@ def get_challenge(slug: str, catalog: CatalogDep) -> dict[str, Any]:
 
 
 @router.get("/{slug}/solution")
-def get_solution(slug: str, catalog: CatalogDep, session: SessionDep, user: CurrentUser) -> dict[str, str]:
+def get_solution(slug: str, catalog: CatalogDep, session: SessionDep, user: Visitor) -> dict[str, str]:
     c = find_challenge(catalog, slug)
     if not has_attempted(session, user.id or 0, slug):
         raise HTTPException(403, "Submit a first attempt to see the worked solution")
@@ -72,7 +75,7 @@ def get_solution(slug: str, catalog: CatalogDep, session: SessionDep, user: Curr
 
 @router.get("/{slug}/submissions")
 def my_submissions(
-    slug: str, catalog: CatalogDep, session: SessionDep, user: CurrentUser
+    slug: str, catalog: CatalogDep, session: SessionDep, user: Visitor
 ) -> list[dict[str, Any]]:
     find_challenge(catalog, slug)
     return [
@@ -83,7 +86,7 @@ def my_submissions(
 
 @pages.get("", response_class=HTMLResponse)
 def challenge_list_page(
-    request: Request, catalog: CatalogDep, session: SessionDep, user: CurrentUser
+    request: Request, catalog: CatalogDep, session: SessionDep, user: Visitor
 ) -> HTMLResponse:
     best: dict[str, str] = {}
     for slug, verdict in session.exec(
@@ -97,9 +100,25 @@ def challenge_list_page(
 
 
 @pages.get("/{slug}", response_class=HTMLResponse)
-def challenge_page(
-    slug: str, request: Request, catalog: CatalogDep, session: SessionDep, user: CurrentUser
-) -> HTMLResponse:
+async def challenge_page(slug: str, request: Request, catalog: CatalogDep) -> Response:
     c = find_challenge(catalog, slug)
-    history = user_history(session, user.id or 0, slug)
-    return templates.TemplateResponse(request, "challenges/detail.html", {"challenge": c, "history": history})
+
+    def page(history: list[Submission]) -> Response:
+        return templates.TemplateResponse(
+            request, "challenges/detail.html", {"challenge": c, "history": history}
+        )
+
+    if not has_no_user_row(request):
+        return page(await run_in_threadpool(_history_for, request, slug))
+
+    # A visitor without a user row has no history: the page is the same for all of them.
+    async def render() -> Response:
+        return page([])
+
+    return await guest_cached(request, ("challenge", slug, "no-row"), render, needs_no_row=True)
+
+
+def _history_for(request: Request, slug: str) -> list[Submission]:
+    with Session(request.app.state.engine) as session:
+        user = find_user(request, session)
+        return user_history(session, user.id, slug) if user is not None and user.id else []

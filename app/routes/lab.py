@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlmodel import Session, col, select
 
 from app.config import Settings
-from app.deps import CsrfChecked, CurrentUser, SessionDep, SettingsDep
+from app.deps import CsrfChecked, CurrentUser, SessionDep, SettingsDep, Visitor
 from app.lab.experiments import EXPERIMENTS, SEED
 from app.lab.jobs import LabRequestError, is_stale
 from app.lab.runner import SIZES
@@ -89,7 +89,7 @@ def api_start(
 
 
 @router.get("/runs")
-def api_list(session: SessionDep, settings: SettingsDep, user: CurrentUser) -> list[dict[str, Any]]:
+def api_list(session: SessionDep, settings: SettingsDep, user: Visitor) -> list[dict[str, Any]]:
     runs = session.exec(
         select(LabRun).where(LabRun.user_id == user.id).order_by(col(LabRun.created_at).desc()).limit(20)
     ).all()
@@ -97,12 +97,12 @@ def api_list(session: SessionDep, settings: SettingsDep, user: CurrentUser) -> l
 
 
 @router.get("/runs/{run_id}")
-def api_get(run_id: str, session: SessionDep, settings: SettingsDep, user: CurrentUser) -> dict[str, Any]:
+def api_get(run_id: str, session: SessionDep, settings: SettingsDep, user: Visitor) -> dict[str, Any]:
     return run_json(_load_run(session, user.id, run_id), settings)
 
 
 @pages.get("", response_class=HTMLResponse)
-def lab_page(request: Request, session: SessionDep, settings: SettingsDep, user: CurrentUser) -> HTMLResponse:
+def lab_page(request: Request, session: SessionDep, settings: SettingsDep, user: Visitor) -> HTMLResponse:
     runs = session.exec(
         select(LabRun).where(LabRun.user_id == user.id).order_by(col(LabRun.created_at).desc()).limit(10)
     ).all()
@@ -139,7 +139,7 @@ def lab_form(
 
 @pages.get("/runs/{run_id}", response_class=HTMLResponse)
 def run_page(
-    run_id: str, request: Request, session: SessionDep, settings: SettingsDep, user: CurrentUser
+    run_id: str, request: Request, session: SessionDep, settings: SettingsDep, user: Visitor
 ) -> HTMLResponse:
     run = run_json(_load_run(session, user.id, run_id), settings)
     return templates.TemplateResponse(

@@ -18,7 +18,7 @@ from sqlmodel import Session, col, select
 from starlette.datastructures import FormData
 
 from app.content.catalog import Catalog
-from app.deps import CatalogDep, ClockDep, CsrfChecked, CurrentUser, SessionDep, SettingsDep
+from app.deps import CatalogDep, ClockDep, CsrfChecked, CurrentUser, SessionDep, SettingsDep, Visitor
 from app.models import Card, MockInterview, MockItem, Topic
 from app.routes.submissions import submission_json
 from app.services import mock as mocks
@@ -185,7 +185,7 @@ def share_url(request: Request, token: str) -> str:
 
 @router.get("")
 def list_mocks(
-    session: SessionDep, catalog: CatalogDep, user: CurrentUser, clock: ClockDep
+    session: SessionDep, catalog: CatalogDep, user: Visitor, clock: ClockDep
 ) -> list[dict[str, Any]]:
     now = clock.now()
     return [
@@ -224,7 +224,7 @@ def api_shared_report(token: str, session: SessionDep, catalog: CatalogDep, cloc
 
 @router.get("/{mock_id}")
 def get_mock_state(
-    mock_id: int, session: SessionDep, catalog: CatalogDep, user: CurrentUser, clock: ClockDep
+    mock_id: int, session: SessionDep, catalog: CatalogDep, user: Visitor, clock: ClockDep
 ) -> dict[str, Any]:
     now = clock.now()
     mock = find_mock(session, user.id, mock_id)
@@ -320,7 +320,7 @@ def post_score(
 
 @router.get("/{mock_id}/report")
 def get_report(
-    mock_id: int, session: SessionDep, catalog: CatalogDep, user: CurrentUser, clock: ClockDep
+    mock_id: int, session: SessionDep, catalog: CatalogDep, user: Visitor, clock: ClockDep
 ) -> dict[str, Any]:
     now = clock.now()
     mock = find_mock(session, user.id, mock_id)
@@ -385,7 +385,7 @@ def _setup_page(
 
 @pages.get("", response_class=HTMLResponse)
 def mock_index_page(
-    request: Request, session: SessionDep, catalog: CatalogDep, user: CurrentUser, clock: ClockDep
+    request: Request, session: SessionDep, catalog: CatalogDep, user: Visitor, clock: ClockDep
 ) -> HTMLResponse:
     return _setup_page(request, session, catalog, user.id or 0, clock.now())
 
@@ -460,7 +460,7 @@ def mock_page(
     request: Request,
     session: SessionDep,
     catalog: CatalogDep,
-    user: CurrentUser,
+    user: Visitor,
     clock: ClockDep,
 ) -> HTMLResponse:
     now = clock.now()

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from sqlmodel import Session
 
-from app.deps import CatalogDep, ClockDep, CurrentUser, SessionDep, SettingsDep, app_clock, find_user
+from app.deps import CatalogDep, ClockDep, SessionDep, SettingsDep, Visitor, app_clock, find_user
 from app.models import User
 from app.services.progress import build_dashboard, dashboard_json
 from app.services.scheduling import due_counts, humanize_interval
@@ -20,7 +20,7 @@ pages = APIRouter(prefix="/progress", tags=["pages"], include_in_schema=False)
 
 @router.get("")
 def api_progress(
-    user: CurrentUser, session: SessionDep, settings: SettingsDep, catalog: CatalogDep, clock: ClockDep
+    user: Visitor, session: SessionDep, settings: SettingsDep, catalog: CatalogDep, clock: ClockDep
 ) -> dict[str, Any]:
     board = build_dashboard(session=session, user=user, settings=settings, catalog=catalog, now=clock.now())
     return dashboard_json(board)
@@ -29,7 +29,7 @@ def api_progress(
 @pages.get("", response_class=HTMLResponse)
 def progress_page(
     request: Request,
-    user: CurrentUser,
+    user: Visitor,
     session: SessionDep,
     settings: SettingsDep,
     catalog: CatalogDep,
@@ -43,7 +43,7 @@ def progress_page(
 
 
 def home_due_today(request: Request) -> int:
-    """Cards due today for the visitor, for the home page (a template global): reviews plus new cards.
+    """Cards due today for the visitor, for the home page: reviews plus new cards.
 
     Creates no guest row: a visitor without one has only today's new cards.
     """

@@ -12,10 +12,13 @@ from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fsrs import Rating
 from pydantic import BaseModel, ConfigDict, Field
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
+from starlette.concurrency import run_in_threadpool
 
-from app.deps import ClockDep, CsrfChecked, CurrentUser, SessionDep, SettingsDep
+from app.config import Settings
+from app.deps import ClockDep, CsrfChecked, CurrentUser, SessionDep, SettingsDep, SiteDep, Visitor, find_user
 from app.models import Card, QuizItem, QuizSession, Topic, User
+from app.pages import guest_cached
 from app.services import quiz as quizzes
 from app.services.numeric import BYTE_UNITS
 from app.services.scheduling import (
@@ -26,7 +29,7 @@ from app.services.scheduling import (
     parse_rating,
     preview,
 )
-from app.sessions import flash
+from app.sessions import flash, has_no_user_row
 from app.web import templates
 
 router = APIRouter(prefix="/api/quizzes", tags=["quizzes"])
@@ -156,18 +159,18 @@ def api_start(
 
 
 @router.get("")
-def api_list(user: CurrentUser, session: SessionDep) -> list[dict[str, Any]]:
+def api_list(user: Visitor, session: SessionDep) -> list[dict[str, Any]]:
     assert user.id is not None
     return [quiz_json(session, q) for q in quizzes.recent_quizzes(session=session, user_id=user.id, limit=50)]
 
 
 @router.get("/{quiz_id}")
-def api_get(quiz_id: int, user: CurrentUser, session: SessionDep) -> dict[str, Any]:
+def api_get(quiz_id: int, user: Visitor, session: SessionDep) -> dict[str, Any]:
     return quiz_json(session, load_quiz(session, user, quiz_id))
 
 
 @router.get("/{quiz_id}/items/{position}")
-def api_item(quiz_id: int, position: int, user: CurrentUser, session: SessionDep) -> dict[str, Any]:
+def api_item(quiz_id: int, position: int, user: Visitor, session: SessionDep) -> dict[str, Any]:
     _, item, card = load_item(session, user, quiz_id, position)
     return quizzes.item_view(item, card)
 
@@ -247,16 +250,35 @@ def _start_page(
 
 
 @pages.get("", response_class=HTMLResponse)
-def start_page(
-    request: Request,
-    user: CurrentUser,
-    session: SessionDep,
-    settings: SettingsDep,
-    clock: ClockDep,
-    mode: Mode = "topics",
-) -> HTMLResponse:
+async def start_page(request: Request, site: SiteDep, clock: ClockDep, mode: Mode = "topics") -> Response:
+    settings = request.app.state.settings
     form = {"mode": mode, "topics": [], "difficulty": "", "size": 10, "kinds": list(quizzes.KINDS)}
-    return _start_page(request, session, user, settings, now=clock.now(), form=form)
+    now = clock.now()
+    if not has_no_user_row(request):
+        return await run_in_threadpool(_start_page_for_visitor, request, settings, now, form)
+
+    # Nothing reviewed, no quiz yet: the counts follow from the bank alone, the same for everyone
+    # without a row (each gets their own CSRF token in the form).
+    async def render() -> Response:
+        context = {
+            "topics": site.topics,
+            "counts": site.fresh_visitor_counts(settings, now),
+            "recent": [],
+            "form": form,
+            "max_size": settings.quiz_max_size,
+            "error": None,
+        }
+        return templates.TemplateResponse(request, "quiz/start.html", context)
+
+    return await guest_cached(request, ("quiz", mode, "no-row"), render, needs_no_row=True)
+
+
+def _start_page_for_visitor(
+    request: Request, settings: Settings, now: datetime, form: dict[str, Any]
+) -> HTMLResponse:
+    with Session(request.app.state.engine) as session:
+        user = find_user(request, session) or User(id=0)
+        return _start_page(request, session, user, settings, now=now, form=form)
 
 
 @pages.post("", dependencies=[CsrfChecked])
@@ -304,7 +326,7 @@ def start_form(
 
 @pages.get("/{quiz_id}", response_class=HTMLResponse)
 def quiz_page(
-    quiz_id: int, request: Request, user: CurrentUser, session: SessionDep, clock: ClockDep
+    quiz_id: int, request: Request, user: Visitor, session: SessionDep, clock: ClockDep
 ) -> Response:
     quiz = load_quiz(session, user, quiz_id)
     items = quizzes.quiz_items(session=session, quiz=quiz)
@@ -334,7 +356,7 @@ def item_page(
     quiz_id: int,
     position: int,
     request: Request,
-    user: CurrentUser,
+    user: Visitor,
     session: SessionDep,
     settings: SettingsDep,
     clock: ClockDep,

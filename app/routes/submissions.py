@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import contextlib
+import time
+from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
+from sqlmodel import Session
+from starlette.concurrency import run_in_threadpool
 
-from app.deps import CatalogDep, CurrentUser, SessionDep, SettingsDep
+from app.deps import CatalogDep, CurrentUser, SessionDep, SettingsDep, find_user
 from app.models import Submission
 from app.routes.challenges import find_challenge
 
 router = APIRouter(prefix="/api", tags=["submissions"])
+# The longest a long-poll may wait; a client asks again after an answer still "queued"/"running".
+MAX_WAIT_S = 30.0
 
 
 # The body of a submission.
@@ -50,10 +57,52 @@ def create_submission(
     return JSONResponse(submission_json(submission), status_code=202)
 
 
+def _load_for(request: Request, submission_id: str) -> dict[str, Any] | None:
+    """The submission's JSON for this visitor, or None when it is missing or someone else's."""
+    with Session(request.app.state.engine) as session:
+        user = find_user(request, session)
+        submission = session.get(Submission, submission_id)
+        # Someone else's submission is indistinguishable from a missing one.
+        if submission is None or user is None or submission.user_id != user.id:
+            return None
+        return submission_json(submission)
+
+
 @router.get("/submissions/{submission_id}")
-def get_submission(submission_id: str, session: SessionDep, user: CurrentUser) -> dict[str, Any]:
-    submission = session.get(Submission, submission_id)
-    # Someone else's submission is indistinguishable from a missing one.
-    if submission is None or submission.user_id != user.id:
+async def get_submission(
+    submission_id: str,
+    request: Request,
+    wait: Annotated[
+        float,
+        Query(
+            ge=0,
+            le=MAX_WAIT_S,
+            description="Long-poll: up to this many seconds, answer as soon as the verdict is stored",
+        ),
+    ] = 0,
+) -> dict[str, Any]:
+    found = await run_in_threadpool(_load_for, request, submission_id)
+    if found is None:
         raise HTTPException(404, "Submission not found")
-    return submission_json(submission)
+    if wait <= 0 or found["status"] == "done":
+        return found
+    waits = request.app.state.verdict_waits
+    entry = waits.register(submission_id)
+    deadline = time.monotonic() + wait
+    try:
+        while found is not None and found["status"] != "done":
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            # Woken by our grading thread (with the verdict), or re-read for one another process stored.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(entry.event.wait(), min(left, waits.recheck_s))
+            if entry.payload is not None:
+                found = entry.payload
+                break
+            found = await run_in_threadpool(_load_for, request, submission_id)
+    finally:
+        waits.unregister(submission_id, entry)
+    if found is None:
+        raise HTTPException(404, "Submission not found")
+    return found

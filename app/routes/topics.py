@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 
-from app.deps import SessionDep
-from app.services.cards import topic_counts
+from app.deps import SiteDep
+from app.pages import guest_cached
 from app.web import templates
 
 pages = APIRouter(prefix="/topics", tags=["pages"], include_in_schema=False)
 
 
 @pages.get("", response_class=HTMLResponse)
-def topic_index(request: Request, session: SessionDep) -> HTMLResponse:
-    return templates.TemplateResponse(request, "topics/index.html", {"topics": topic_counts(session=session)})
+async def topic_index(request: Request, site: SiteDep) -> Response:
+    async def render() -> Response:
+        return templates.TemplateResponse(request, "topics/index.html", {"topics": site.topic_counts()})
+
+    return await guest_cached(request, ("topics",), render)

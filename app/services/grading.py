@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from huey import MemoryHuey, RedisHuey, SqliteHuey
+from huey import MemoryHuey, RedisHuey
 from huey.api import Huey
 from huey.consumer import Consumer
-from sqlalchemy import Engine
+from sqlalchemy import Engine, update
 from sqlmodel import Session, col, select
 
 from app.config import Settings
 from app.models import Submission, utcnow
+from app.services.embedded_queue import ConsumerLock, WakeableSqliteStorage, make_embedded_huey
 from app.services.scheduling import record_challenge_result
 from graders.limits import Limits
 
@@ -33,8 +36,7 @@ def make_huey(settings: Settings) -> Huey:
         return RedisHuey(settings.queue_name, url=settings.redis_url, blocking=True, read_timeout=1)
     if settings.embedded_queue == "memory":
         return MemoryHuey(settings.queue_name)
-    settings.queue_file.parent.mkdir(parents=True, exist_ok=True)
-    return SqliteHuey(settings.queue_name, filename=str(settings.queue_file))
+    return make_embedded_huey(settings.queue_name, settings.queue_file)
 
 
 def grade_submission(
@@ -43,20 +45,29 @@ def grade_submission(
     limits: Limits | None = None,
     topics: Mapping[str, Sequence[str]] | None = None,
     settings: Settings | None = None,
+    on_done: Callable[[str, dict[str, Any]], None] | None = None,
 ) -> None:
     """Grade one stored submission and store its verdict. Never raises for a bad submission.
 
     The verdict also counts for spaced repetition: a pass is a Good review of the challenge's
-    concept cards (`topics[slug]`), any other verdict brings them forward.
+    concept cards (`topics[slug]`), any other verdict brings them forward. `on_done(id, json)` runs
+    once the verdict is committed, with the submission's JSON (it wakes the requests waiting).
     """
     from graders.runner import grade
 
     with Session(engine) as session:
-        submission = session.get(Submission, submission_id)
-        if submission is None or submission.status == "done":
-            return
-        submission.status = "running"
+        # Claim it: only a queued submission moves to running, so a task queued twice grades once.
+        claimed = session.execute(
+            update(Submission)
+            .where(col(Submission.id) == submission_id, col(Submission.status) == "queued")
+            .values(status="running")
+        )
         session.commit()
+        if claimed.rowcount != 1:  # type: ignore[attr-defined]
+            return
+        submission = session.get(Submission, submission_id)
+        if submission is None:
+            return
         slug, code = submission.challenge, submission.code
     graded = True
     try:
@@ -90,6 +101,8 @@ def grade_submission(
                 settings=settings,
             )
         session.commit()
+    if on_done is not None:
+        on_done(submission_id, {**result, "id": submission_id, "status": "done"})
 
 
 def log_isolation(limits: Limits) -> None:
@@ -121,6 +134,8 @@ class GradingQueue:
     # slug -> the topics of its concept cards (challenge.yaml), for spaced repetition
     topics: Mapping[str, Sequence[str]]
     consumer: Consumer | None = None
+    # Called with a submission's id once its verdict is stored (in the grading thread).
+    on_done: Callable[[str, dict[str, Any]], None] | None = None
 
     def __post_init__(self) -> None:
         engine, settings, topics = self.engine, self.settings, self.topics
@@ -128,9 +143,16 @@ class GradingQueue:
 
         @self.huey.task(name=TASK_NAME)
         def _grade(submission_id: str) -> None:
-            grade_submission(engine, submission_id, limits, topics, settings)
+            grade_submission(engine, submission_id, limits, topics, settings, self._notify)
 
         self._task = _grade
+        self._lock: ConsumerLock | None = None
+        self._takeover: threading.Thread | None = None
+        self._stopping = threading.Event()
+
+    def _notify(self, submission_id: str, payload: dict[str, Any]) -> None:
+        if self.on_done is not None:
+            self.on_done(submission_id, payload)
 
     def submit(self, *, session: Session, user_id: int, challenge: str, code: str) -> Submission:
         submission = Submission(
@@ -143,16 +165,38 @@ class GradingQueue:
         return submission
 
     def start_workers(self, workers: int) -> None:
-        """Worker threads in this process; unfinished submissions from a previous run are queued again."""
+        """Worker threads in this process.
+
+        Embedded SQLite queue: only the one process holding the queue's lock grades (the others
+        of a multi-process server enqueue, and take over if that process goes); it queues again
+        the submissions a previous run left unfinished.
+        """
+        if isinstance(self.huey.storage, WakeableSqliteStorage):
+            self._lock = ConsumerLock(self.settings.queue_file)
+            if not self._lock.try_acquire():
+                log.info("grading: another process of this server holds the queue; this one enqueues")
+                self._takeover = threading.Thread(
+                    target=self._take_over_when_free,
+                    args=(workers,),
+                    name="kvprep-queue-takeover",
+                    daemon=True,
+                )
+                self._takeover.start()
+                return
+        self._start_consumer(workers)
+
+    def _take_over_when_free(self, workers: int) -> None:
+        assert self._lock is not None
+        while not self._stopping.wait(2.0):
+            if self._lock.try_acquire():
+                log.info("grading: the queue's consumer went away; this process grades now")
+                self._start_consumer(workers)
+                return
+
+    def _start_consumer(self, workers: int) -> None:
         log_isolation(self.settings.grader_limits())
         if not self.settings.redis_url:
-            self.huey.flush()
-            with Session(self.engine) as session:
-                pending = session.exec(
-                    select(Submission.id).where(col(Submission.status).in_(["queued", "running"]))
-                ).all()
-            for submission_id in pending:
-                self._task(submission_id)
+            self._requeue_unfinished()
         poll = self.settings.queue_poll_s
         self.consumer = _EmbeddedConsumer(
             self.huey,
@@ -166,15 +210,32 @@ class GradingQueue:
         self.consumer.start()
         log.info("grading: %d worker thread(s) on the %s queue", workers, type(self.huey).__name__)
 
+    def _requeue_unfinished(self) -> None:
+        """Queue again what a previous consumer left: `running` ones died with it (one consumer)."""
+        self.huey.flush()
+        with Session(self.engine) as session:
+            session.execute(
+                update(Submission).where(col(Submission.status) == "running").values(status="queued")
+            )
+            session.commit()
+            pending = session.exec(select(Submission.id).where(col(Submission.status) == "queued")).all()
+        for submission_id in pending:
+            self._task(submission_id)
+
     def run_worker(self, workers: int) -> None:
         """A standalone worker process (`kvprep worker`): huey's consumer with its signal handling."""
         log_isolation(self.settings.grader_limits())
         Consumer(self.huey, workers=workers, periodic=False, check_worker_health=True).run()
 
     def stop(self) -> None:
+        self._stopping.set()
         if self.consumer is not None:
             self.consumer.stop(graceful=True)
             self.consumer = None
+        if isinstance(self.huey.storage, WakeableSqliteStorage):
+            self.huey.storage.close_sockets()
+        if self._lock is not None:
+            self._lock.release()
 
 
 def build_queue(settings: Settings, engine: Engine, topics: Mapping[str, Sequence[str]]) -> GradingQueue:

@@ -9,6 +9,8 @@ from limits import RateLimitItem, parse
 from limits.storage import storage_from_string
 from limits.strategies import MovingWindowRateLimiter
 
+import app.services.ratelimit_sqlite  # noqa: F401  (registers the kvprep-sqlite:// storage)
+
 
 class RateLimiter:
     def __init__(self, rule: str, storage_url: str = "memory://") -> None:

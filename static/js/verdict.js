@@ -1,5 +1,5 @@
 // A grading verdict, shared by the challenge page and the mock interview's coding problem: the banner,
-// the per-test list with messages, the diagnosis, the output, and polling /api/submissions/{id}.
+// the per-test list with messages, the diagnosis, the output, and long-polling /api/submissions/{id}?wait=25.
 // Works on the page's #results, #verdict, #tests, #diagnosis and (where there is one) #output.
 (function () {
   const labels = {
@@ -63,14 +63,14 @@
     }
   }
 
-  // Ask for the submission, backing off from 50 ms to 1 s, until it is graded.
+  // Ask for the submission with a long-poll: the server answers the moment the verdict is stored,
+  // or after 25 s with the submission still grading (then ask again).
   async function poll(id) {
-    for (let delay = 50; ; delay = Math.min(delay * 1.5, 1000)) {
-      const response = await fetch(`/api/submissions/${id}`, { headers: { Accept: "application/json" } });
+    for (;;) {
+      const response = await fetch(`/api/submissions/${id}?wait=25`, { headers: { Accept: "application/json" } });
       if (!response.ok) throw new Error(`status ${response.status}`);
       const data = await response.json();
       if (data.status === "done") return data;
-      await new Promise((resolve) => setTimeout(resolve, delay));
     }
   }
 

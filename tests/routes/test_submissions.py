@@ -172,3 +172,18 @@ def test_grading_through_redis(db_url: str) -> None:
         solution = (CHALLENGES / "kv-cache-bytes" / "solution.py").read_text()
         assert wait_for_verdict(client, submit(client, "kv-cache-bytes", solution))["verdict"] == "passed"
         app.state.grading.huey.flush()
+
+
+def test_long_poll_answers_with_the_verdict_once_stored(grading_client: TestClient) -> None:
+    code = (CHALLENGES / "decode-step" / "solution.py").read_text()
+    submission_id = submit(grading_client, "decode-step", code)
+    # One request that waits: no polling loop, and it comes back with the verdict itself.
+    done = grading_client.get(f"/api/submissions/{submission_id}", params={"wait": 30}).json()
+    assert done["status"] == "done" and done["verdict"] == "passed" and done["id"] == submission_id
+    # Already done: answered at once, the same verdict; a bad wait is a 422; a stranger gets 404.
+    again = grading_client.get(f"/api/submissions/{submission_id}", params={"wait": 5}).json()
+    assert again == done
+    assert grading_client.get(f"/api/submissions/{submission_id}", params={"wait": 31}).status_code == 422
+    assert grading_client.get(f"/api/submissions/{submission_id}", params={"wait": -1}).status_code == 422
+    grading_client.cookies.clear()
+    assert grading_client.get(f"/api/submissions/{submission_id}", params={"wait": 1}).status_code == 404

@@ -1,0 +1,1 @@
+"""`kvprep bench grader` (app.bench.grader) and `kvprep bench pages` (app.bench.pages)."""

@@ -1,0 +1,138 @@
+"""What both benchmarks share: a keep-alive client with its own cookie, and a server of their own."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit
+
+
+class Client:
+    """One keep-alive HTTP connection with its own guest-session cookie."""
+
+    def __init__(self, base: str, cookie: str = "") -> None:
+        parts = urlsplit(base)
+        self.conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=120)
+        self.cookie = cookie
+
+    def request(
+        self, method: str, path: str, body: dict | None = None, accept: str = "application/json"
+    ) -> tuple[int, dict]:
+        headers = {"Accept": accept}
+        if self.cookie:
+            headers["Cookie"] = self.cookie
+        payload = None
+        if body is not None:
+            payload = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        self.conn.request(method, path, body=payload, headers=headers)
+        response = self.conn.getresponse()
+        data = response.read()
+        if response.status >= 500:
+            raise RuntimeError(f"{method} {path}: HTTP {response.status}: {data[:200]!r}")
+        cookie = response.getheader("set-cookie")
+        if cookie:
+            self.cookie = cookie.split(";", 1)[0]
+        if "json" not in (response.getheader("content-type") or ""):
+            return response.status, {}
+        return response.status, json.loads(data) if data else {}
+
+    def submit_and_wait(
+        self, slug: str, code: str, poll_s: float = 0.01, backoff: float = 1.0, long_poll: bool = False
+    ) -> tuple[float, str]:
+        """POST, then ask until the verdict is out.
+
+        Polling: wait `poll_s`, growing by `backoff` up to 1 s, between asks. Long-polling:
+        `?wait=30`, which the server answers the moment the verdict is stored.
+        """
+        start = time.perf_counter()
+        status, body = self.request("POST", f"/api/challenges/{slug}/submissions", {"code": code})
+        if status != 202:
+            raise RuntimeError(f"submission refused: {status} {body}")
+        delay = poll_s
+        while body.get("status") != "done":
+            if long_poll:
+                _, body = self.request("GET", f"/api/submissions/{body['id']}?wait=30")
+                continue
+            time.sleep(delay)
+            delay = min(delay * backoff, 1.0)
+            _, body = self.request("GET", f"/api/submissions/{body['id']}")
+        return time.perf_counter() - start, str(body["verdict"])
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until_up(base: str, path: str, proc: subprocess.Popen[bytes], timeout_s: float = 180) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server at {base} exited with {proc.returncode}")
+        try:
+            Client(base).request("GET", path)
+            return
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError(f"the server at {base} did not start")
+
+
+@contextmanager
+def serving(url: str | None, workers: int = 1) -> Iterator[str]:
+    """The base URL of `url`, or of a `kvprep serve --workers N` of our own, stopped afterwards.
+
+    Ours runs on a temporary SQLite file; when the benchmark fails, the tail of its log goes to stderr.
+    """
+    if url is not None:
+        yield url
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "server.log"
+        port = free_port()
+        env = {
+            **os.environ,
+            "KVPREP_DATABASE_URL": f"sqlite:///{Path(tmp) / 'bench.sqlite3'}",
+            "KVPREP_QUEUE_FILE": str(Path(tmp) / "queue.sqlite3"),
+            "KVPREP_SUBMISSIONS_PER_MINUTE": "100000",
+            "KVPREP_GUESTS_PER_HOUR": "100000",
+            "OMP_NUM_THREADS": "1",
+        }
+        command = [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--workers", str(workers)]
+        with log.open("wb") as out:  # the child keeps its own copy of the descriptor
+            proc = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            wait_until_up(base, "/api/challenges", proc)
+            yield base
+        except Exception:
+            print(log.read_text(errors="replace")[-4000:], file=sys.stderr)
+            raise
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

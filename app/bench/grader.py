@@ -1,0 +1,142 @@
+"""`kvprep bench grader`: submit-to-verdict latency through the HTTP API, and a burst.
+
+One run measures, on this machine:
+- the baseline: median wall time of a cold `python -c "import torch"` (what a fresh process
+  per verdict would cost before running a single line of the submission);
+- p50 and p95 submit-to-verdict latency of sequential correct `decode-step` submissions,
+  as a client sees it: the POST, then the long-poll `GET /api/submissions/{id}?wait=30`
+  (and, for comparison, plain polling every 10 ms);
+- a burst: `--burst` concurrent submissions from `--users` guests, every one of which must
+  get its verdict, while wrk loads the card page (its p50/p99 during the burst are reported).
+It starts its own server (`kvprep serve` on a temporary SQLite file) unless --url is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+from app.bench import wrk
+from app.bench.common import Client, percentile, serving
+from app.config import ROOT
+
+SOLUTION = ROOT / "questions" / "challenges" / "decode-step" / "solution.py"
+CARD_PAGE = "/cards/what-the-cache-stores"
+
+
+def cold_torch_import_s(runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import torch"], check=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def sequential(client: Client, n: int, submit: Callable[[Client], tuple[float, str]]) -> list[float]:
+    latencies = []
+    for _ in range(n):
+        elapsed, verdict = submit(client)
+        if verdict != "passed":
+            raise RuntimeError(f"the reference solution got {verdict}")
+        latencies.append(elapsed)
+    return latencies
+
+
+def burst(base: str, code: str, n: int, users: int) -> dict[str, float | int]:
+    """n submissions at once from `users` guests (each guest's cookie shared by its submissions)."""
+    cookies = []
+    for _ in range(users):
+        client = Client(base)
+        client.request("GET", "/", accept="text/html")  # a guest session, as a browser has
+        cookies.append(client.cookie)
+    verdicts: list[str] = []
+    failures: list[str] = []
+    lock = threading.Lock()
+
+    def one(i: int) -> None:
+        try:
+            _, verdict = Client(base, cookies[i % users]).submit_and_wait("decode-step", code, long_poll=True)
+        except Exception as exc:  # counted, not raised: every submission must get its verdict
+            with lock:
+                failures.append(repr(exc))
+            return
+        with lock:
+            verdicts.append(verdict)
+
+    background = wrk.Background(base + CARD_PAGE, connections=4, headers={"Accept": "text/html"})
+    start = time.perf_counter()
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - start
+    page = background.stop()
+    if failures:
+        print(f"{len(failures)} burst submissions failed, e.g. {failures[0]}", file=sys.stderr)
+    return {
+        "burst_submissions": n,
+        "burst_users": users,
+        "burst_verdicts": len(verdicts),
+        "burst_passed": verdicts.count("passed"),
+        "burst_wall_s": round(wall, 2),
+        "burst_card_page_requests": page.requests,
+        "burst_card_page_p50_ms": round(page.p50_ms, 1),
+        "burst_card_page_p99_ms": round(page.p99_ms, 1),
+        "burst_card_page_errors": page.bad_responses + page.socket_errors,
+    }
+
+
+def run(base: str, n: int, n_burst: int, users: int, baseline_runs: int) -> dict[str, float | int]:
+    code = SOLUTION.read_text()
+    baseline = cold_torch_import_s(baseline_runs)
+    client = Client(base)
+    client.submit_and_wait("decode-step", code, long_poll=True)  # warm-up: first fork, first imports
+    long_polled = sequential(client, n, lambda c: c.submit_and_wait("decode-step", code, long_poll=True))
+    polled = sequential(client, n, lambda c: c.submit_and_wait("decode-step", code, poll_s=0.01))
+    p50 = statistics.median(long_polled)
+    figures: dict[str, float | int] = {
+        "baseline_cold_import_torch_ms": round(baseline * 1000, 1),
+        "p50_ms": round(p50 * 1000, 1),
+        "p95_ms": round(percentile(long_polled, 0.95) * 1000, 1),
+        "p50_over_baseline": round(p50 / baseline, 4),
+        "polling_10ms_p50_ms": round(statistics.median(polled) * 1000, 1),
+        "polling_10ms_p95_ms": round(percentile(polled, 0.95) * 1000, 1),
+    }
+    if n_burst:
+        figures.update(burst(base, code, n_burst, users))
+    return figures
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="kvprep bench grader", description=__doc__)
+    parser.add_argument("--url", help="a running server (default: start one)")
+    parser.add_argument("--n", type=int, default=30, help="sequential submissions (each way of waiting)")
+    parser.add_argument("--burst", type=int, default=200, help="concurrent submissions")
+    parser.add_argument("--users", type=int, default=50, help="guests the burst's submissions come from")
+    parser.add_argument("--baseline-runs", type=int, default=5)
+    args = parser.parse_args(argv)
+    if args.burst and shutil.which("wrk") is None:
+        parser.error("the burst's page latency needs wrk (Debian: apt-get install wrk); or --burst 0")
+    with serving(args.url) as base:
+        figures = run(base, args.n, args.burst, args.users, args.baseline_runs)
+    print(json.dumps(figures, indent=2))
+    ok = (
+        figures["p50_ms"] <= 100
+        and figures["p95_ms"] <= 250
+        and figures["p50_over_baseline"] <= 0.04
+        and figures.get("burst_verdicts", 0) == args.burst
+    )
+    print(
+        "targets (p50 <= 100 ms, p95 <= 250 ms, p50 <= 0.04x baseline, every burst verdict):",
+        "met" if ok else "NOT met",
+    )
+    return 0 if ok else 1

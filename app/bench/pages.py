@@ -1,0 +1,147 @@
+"""`kvprep bench pages`: the pages under load with wrk, as ratios of a bare Starlette page.
+
+One run starts a bare Starlette hello page (uvicorn, uvloop and httptools, one worker) and a
+`kvprep serve` of its own (or uses --url), then loads each page with wrk at 50 connections,
+for a first visit (no cookie: every response mints a guest session) and for a returning
+visitor (the session cookie of an earlier visit). The baseline is measured right before each
+page's run and is that page's denominator, so both sides of a ratio share the machine's load.
+`--scale 1,2` measures the card page again for each number of server processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+
+from app.bench import wrk
+from app.bench.common import Client, free_port, serving, wait_until_up
+
+# (path, the fraction of the baseline's requests per second it must reach)
+PAGES: list[tuple[str, float]] = [
+    ("/", 0.25),
+    ("/topics", 0.25),
+    ("/cards", 0.25),
+    ("/cards/what-the-cache-stores", 0.25),
+    ("/challenges/decode-step", 0.15),
+    ("/quiz", 0.15),
+]
+P99_TARGET_MS = 50.0
+HTML = {"Accept": "text/html"}
+
+
+def start_baseline() -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    command = [
+        sys.executable, "-m", "uvicorn", "app.bench.baseline:app", "--port", str(port),
+        "--loop", "uvloop", "--http", "httptools", "--workers", "1",
+        "--no-access-log", "--log-level", "warning",
+    ]  # fmt: skip
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    wait_until_up(base, "/", proc)
+    return proc, base
+
+
+def returning_cookie(base: str) -> str:
+    """The session cookie a browser keeps after its first page."""
+    client = Client(base)
+    client.request("GET", "/", accept="text/html")
+    if not client.cookie:
+        raise RuntimeError("the first page set no session cookie")
+    return client.cookie
+
+
+def measure(base: str, baseline: str, *, seconds: float, connections: int) -> dict[str, object]:
+    """Each page and visitor right after its own baseline run: the two share the machine's load."""
+    load = {"connections": connections, "seconds": seconds}
+    for path, _ in PAGES:  # warm every cache once, as a first visitor would
+        wrk.run(base + path, connections=1, seconds=1, headers=HTML)
+    cookie = returning_cookie(base)
+    rows = []
+    for path, target in PAGES:
+        for visitor, headers in (("first", HTML), ("returning", {**HTML, "Cookie": cookie})):
+            bare = wrk.run(baseline + "/", **load)  # type: ignore[arg-type]
+            result = wrk.run(base + path, headers=headers, **load)  # type: ignore[arg-type]
+            ratio = round(result.requests_per_s / bare.requests_per_s, 3)
+            met = (
+                ratio >= target
+                and result.p99_ms < P99_TARGET_MS
+                and result.bad_responses == 0
+                and result.socket_errors == 0
+            )
+            rows.append(
+                {"path": path, "visitor": visitor, "target": target, **asdict(result),
+                 "baseline_requests_per_s": bare.requests_per_s, "baseline_p99_ms": bare.p99_ms,
+                 "ratio": ratio, "met": met}
+            )  # fmt: skip
+    return {"connections": connections, "seconds": seconds, "pages": rows}
+
+
+def measure_scaling(counts: list[int], *, seconds: float, connections: int) -> list[dict[str, object]]:
+    path = "/cards/what-the-cache-stores"
+    figures = []
+    for workers in counts:
+        with serving(None, workers=workers) as base:
+            for _ in range(3 * workers):  # every process gets a request before the clock starts
+                wrk.run(base + path, connections=workers, seconds=1, headers=HTML)
+            result = wrk.run(base + path, connections=connections, seconds=seconds, headers=HTML)
+        figures.append({"workers": workers, **asdict(result)})
+    one = float(figures[0]["requests_per_s"])  # type: ignore[arg-type]
+    for row in figures:
+        row["speedup"] = round(float(row["requests_per_s"]) / one, 2)  # type: ignore[arg-type]
+    return figures
+
+
+def print_table(figures: dict[str, object]) -> None:
+    print(f"{figures['connections']} connections, {figures['seconds']} s each; bare: Starlette just before")
+    heads = ("req/s", "bare", "p50 ms", "p99 ms", "bare99", "ratio")
+    print(f"{'page':30s} {'visitor':9s} " + " ".join(f"{h:>7s}" for h in heads) + " target")
+    for row in figures["pages"]:  # type: ignore[attr-defined]
+        print(
+            f"{row['path']:30s} {row['visitor']:9s} {row['requests_per_s']:7.0f} "
+            f"{row['baseline_requests_per_s']:7.0f} {row['p50_ms']:7.2f} "
+            f"{row['p99_ms']:7.2f} {row['baseline_p99_ms']:7.2f} {row['ratio']:7.3f} "
+            f">={row['target']}x, p99<{P99_TARGET_MS:.0f}: "
+            f"{'met' if row['met'] else 'NOT met'}"
+        )
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="kvprep bench pages", description=__doc__)
+    parser.add_argument("--url", help="a running server (default: start one)")
+    parser.add_argument("--workers", type=int, default=1, help="processes of the server we start")
+    parser.add_argument("--seconds", type=float, default=5.0, help="wrk's duration per page and visitor")
+    parser.add_argument("--connections", type=int, default=50)
+    parser.add_argument("--scale", help="also measure the card page with these process counts, e.g. 1,2")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON only")
+    args = parser.parse_args(argv)
+    baseline_proc, baseline = start_baseline()
+    try:
+        with serving(args.url, workers=args.workers) as base:
+            figures = measure(base, baseline, seconds=args.seconds, connections=args.connections)
+    finally:
+        baseline_proc.terminate()
+        baseline_proc.wait(timeout=30)
+    figures["server_workers"] = args.workers
+    figures["cpus"] = os.cpu_count()
+    figures["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    if args.scale:
+        counts = [int(n) for n in args.scale.split(",")]
+        figures["scaling"] = measure_scaling(counts, seconds=args.seconds, connections=args.connections)
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        print_table(figures)
+        for row in figures.get("scaling", []):  # type: ignore[attr-defined]
+            print(
+                f"card page, {row['workers']} process(es): {row['requests_per_s']:.0f} req/s, "
+                f"p99 {row['p99_ms']:.1f} ms, x{row['speedup']}"
+            )
+    met = all(row["met"] for row in figures["pages"])  # type: ignore[attr-defined]
+    print("targets:", "met" if met else "NOT met")
+    return 0 if met else 1

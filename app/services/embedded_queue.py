@@ -1,0 +1,127 @@
+"""The embedded grading queue: huey's SQLite store, woken on enqueue instead of polled.
+
+Polling every few milliseconds cost every page: each poll took the GIL from the event loop,
+and on a busy machine a thread that is handed the GIL but not a CPU stalls the loop with it.
+Here an idle worker blocks on a Unix datagram socket (its name derived from the queue file,
+so every process of one server finds it), and `enqueue` sends one byte to it after the task
+is stored. A lost or early byte costs at most `idle_wait_s`: the store is checked then anyway.
+
+One consumer per queue file: the process that holds an exclusive `flock` on
+`<queue file>.lock` grades, the other processes of a multi-process server only enqueue (and
+try for the lock now and then, so a restarted server process takes over).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import os
+import select
+import socket
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from huey import SqliteHuey
+from huey.storage import SqliteStorage
+
+
+def wake_address(queue_file: Path) -> str:
+    """A short socket path for a queue file (Unix socket paths stop at 107 bytes)."""
+    digest = hashlib.sha256(str(queue_file.resolve()).encode()).hexdigest()[:16]
+    return os.path.join(tempfile.gettempdir(), f"kvprep-queue-{digest}.wake")
+
+
+class WakeableSqliteStorage(SqliteStorage):  # type: ignore[misc]
+    def __init__(self, *args: Any, wake_path: str, idle_wait_s: float = 1.0, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.wake_path = wake_path
+        self.idle_wait_s = idle_wait_s
+        self._listener: socket.socket | None = None
+        self._listener_lock = threading.Lock()
+        self._sender: socket.socket | None = None
+
+    def enqueue(self, data: bytes, priority: int | None = None) -> None:
+        super().enqueue(data, priority)
+        with self._listener_lock:
+            if self._sender is None:
+                self._sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                self._sender.setblocking(False)
+            sender = self._sender
+        with contextlib.suppress(OSError):  # no consumer listening (yet), or its buffer is full
+            sender.sendto(b"!", self.wake_path)
+
+    def _listen(self) -> socket.socket:
+        with self._listener_lock:
+            if self._listener is None:
+                listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.wake_path)  # a dead consumer's; only the lock holder listens
+                listener.bind(self.wake_path)
+                listener.setblocking(False)
+                self._listener = listener
+            return self._listener
+
+    def dequeue(self) -> bytes | None:
+        data = super().dequeue()
+        if data is not None:
+            return data
+        listener = self._listen()
+        readable, _, _ = select.select([listener], [], [], self.idle_wait_s)
+        if readable:
+            with contextlib.suppress(BlockingIOError):
+                while listener.recv(64):
+                    pass
+        return super().dequeue()  # type: ignore[no-any-return]
+
+    def close_sockets(self) -> None:
+        """Close the wake-up sockets (and remove the listening one's name, if this process had it)."""
+        with self._listener_lock:
+            if self._sender is not None:
+                self._sender.close()
+                self._sender = None
+            if self._listener is not None:
+                self._listener.close()
+                self._listener = None
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.wake_path)
+
+
+class WakeableSqliteHuey(SqliteHuey):  # type: ignore[misc]
+    storage_class = WakeableSqliteStorage
+
+
+def make_embedded_huey(name: str, queue_file: Path) -> WakeableSqliteHuey:
+    queue_file.parent.mkdir(parents=True, exist_ok=True)
+    return WakeableSqliteHuey(name, filename=str(queue_file), wake_path=wake_address(queue_file))
+
+
+class ConsumerLock:
+    """An exclusive lock on `<queue file>.lock`: held by the one process that grades."""
+
+    def __init__(self, queue_file: Path) -> None:
+        self.path = queue_file.with_name(queue_file.name + ".lock")
+        self._fd: int | None = None
+
+    def try_acquire(self) -> bool:
+        if self._fd is not None:
+            return True
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EAGAIN, errno.EACCES):
+                return False
+            raise
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor releases the flock
+            self._fd = None
