@@ -79,6 +79,9 @@ def _serve(args: argparse.Namespace) -> int:
     # Our own loggers (kvprep.*, graders.*) print beside uvicorn's: start-up reports the sandbox layers.
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     logging.getLogger("huey").setLevel(logging.WARNING)  # one line per task drowns the access log
+    # X-Forwarded-For names the client only when a proxy we know sent it: uvicorn would
+    # otherwise believe it from 127.0.0.1, and anyone there could pick their own address.
+    proxies = get_settings().forwarded_allow_ips.strip()
     uvicorn.run(
         "app.main:create_app",
         factory=True,
@@ -88,6 +91,8 @@ def _serve(args: argparse.Namespace) -> int:
         loop="uvloop",
         http="httptools",
         log_level="info",
+        proxy_headers=bool(proxies),
+        forwarded_allow_ips=proxies or None,
     )
     return 0
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 from typing import Annotated, Literal
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse
 from sqlmodel import col, select
 
@@ -25,7 +27,9 @@ PageParam = Annotated[int, Query(ge=1, le=10_000)]
 
 def _check_topic(session: SessionDep, topic: str | None) -> None:
     if topic and session.get(Topic, topic) is None:
-        raise HTTPException(422, f"Unknown topic {topic!r}")
+        raise RequestValidationError(
+            [{"loc": ("query", "topic"), "msg": f"Unknown topic {topic!r}", "type": "value_error"}]
+        )
 
 
 @router.get("", response_model=CardPage)
@@ -80,6 +84,10 @@ def card_list_page(
             "topics": topics,
             "topic_titles": {t.slug: t.title for t in topics},
             "filters": {"topic": topic or "", "difficulty": difficulty or "", "q": q or ""},
+            # The pager's links carry only the filters in use.
+            "filter_query": urlencode(
+                [(k, v) for k, v in (("q", q), ("topic", topic), ("difficulty", difficulty)) if v]
+            ),
         },
     )
 

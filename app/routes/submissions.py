@@ -6,19 +6,18 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from app.deps import CatalogDep, CurrentUser, SessionDep, SettingsDep
 from app.models import Submission
 from app.routes.challenges import find_challenge
+from app.validation import ApiModel
 
 router = APIRouter(prefix="/api", tags=["submissions"])
 
 
 # The body of a submission.
-class SubmissionCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class SubmissionCreate(ApiModel):
     code: str = Field(description="Python source defining the challenge's entry point")
 
 
