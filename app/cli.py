@@ -104,6 +104,9 @@ def _serve(args: argparse.Namespace) -> int:
     logging.getLogger("huey").setLevel(logging.WARNING)  # one line per task drowns the access log
     # Every process reads its settings from the environment: tell them how many they are.
     os.environ["KVPREP_SERVER_PROCESSES"] = str(args.workers)
+    # X-Forwarded-For names the client only when a proxy we know sent it: uvicorn would
+    # otherwise believe it from 127.0.0.1, and anyone there could pick their own address.
+    proxies = get_settings().forwarded_allow_ips.strip()
     uvicorn.run(
         "app.main:create_app",
         factory=True,
@@ -115,6 +118,8 @@ def _serve(args: argparse.Namespace) -> int:
         log_level="info",
         # One log line per request cost a twelfth of a page under load: off unless asked for.
         access_log=args.access_log,
+        proxy_headers=bool(proxies),
+        forwarded_allow_ips=proxies or None,
     )
     return 0
 

@@ -40,8 +40,18 @@ class Settings(BaseSettings):
     max_page_size: int = 100
     # Session cookie lifetime: guests keep their progress for a year of inactivity.
     session_max_age_s: int = 365 * 24 * 3600
-    # Cookies need HTTPS when true; off in development so http://127.0.0.1 works.
-    secure_cookies: bool = False
+    # How long a log-in lasts, checked on the server from the time of log-in (a copied cookie
+    # included): two weeks, then the account's password again (OWASP's session guidance).
+    login_max_age_s: int = 14 * 24 * 3600
+    # Cookies need HTTPS (Secure) and responses send HSTS; None means "outside development",
+    # so http://127.0.0.1 works in development and a production server never sends them in clear.
+    secure_cookies: bool | None = None
+    hsts: bool | None = None
+    # Addresses of reverse proxies whose X-Forwarded-For / X-Forwarded-Proto are believed, as
+    # uvicorn's forwarded_allow_ips ("10.0.0.5,10.0.0.6", or "*" behind a private network).
+    # Empty: no proxy, every forwarded header is ignored (else anyone could pick their client
+    # address and walk around the per-address rate limits).
+    forwarded_allow_ips: str = ""
 
     # Grading queue: empty means the embedded queue (SQLite file, worker threads in the app);
     # a redis:// URL lets separate `kvprep worker` machines share the work.
@@ -94,8 +104,12 @@ class Settings(BaseSettings):
             worker_slots=max(1, self.grading_workers),
         )
 
-    # Accounts: login attempts per minute, counted per client address and per email (429 beyond).
+    # Accounts: log-in attempts per minute for one email from one client address (429 beyond);
+    # one address trying many emails; and one email from everywhere, slower, so that an
+    # attacker's guesses from elsewhere do not lock the owner out while a botnet is still bounded.
     login_attempts_per_minute: int = 10
+    login_attempts_per_ip_per_minute: int = 30
+    login_attempts_per_email_per_hour: int = 100
     # Sign-ups per hour per client address: each one costs an argon2 hash and a row.
     signups_per_hour: int = 20
     # New guest rows per hour per client address. A guest gets a row only when it stores something
@@ -135,6 +149,18 @@ class Settings(BaseSettings):
         if self.environment != "development" and self.secret_key == DEV_SECRET:
             raise ValueError("KVPREP_SECRET_KEY must be set outside development")
         return self
+
+    @property
+    def production(self) -> bool:
+        return self.environment != "development"
+
+    @property
+    def cookies_secure(self) -> bool:
+        return self.production if self.secure_cookies is None else self.secure_cookies
+
+    @property
+    def send_hsts(self) -> bool:
+        return self.production if self.hsts is None else self.hsts
 
     @property
     def is_sqlite(self) -> bool:

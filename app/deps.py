@@ -6,6 +6,7 @@ import hmac
 from typing import Annotated
 
 from fastapi import Depends, Form, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
@@ -17,6 +18,7 @@ from app.services.accounts import fingerprint
 from app.services.clock import SYSTEM_CLOCK, Clock
 from app.services.site import SiteContent
 from app.sessions import (
+    USER_KEY,
     csrf_valid,
     guest_row_id,
     guest_token,
@@ -51,14 +53,21 @@ def find_user(request: Request, session: SessionDep) -> User | None:
 
     A guest whose session says it has no row costs no query at all.
     """
-    account = session_account(request)
-    if account is not None:
-        user_id, auth = account
-        user = session.get(User, user_id)
-        secret = request.app.state.settings.secret_key
-        if user is not None and not user.is_guest and hmac.compare_digest(fingerprint(user, secret), auth):
-            return user
-        log_out(request)  # the account was deleted or its password changed: back to a fresh guest
+    if request.session.get(USER_KEY) is not None:
+        account = session_account(request)
+        if account is not None:
+            user_id, auth = account
+            user = session.get(User, user_id)
+            secret = request.app.state.settings.secret_key
+            if (
+                user is not None
+                and not user.is_guest
+                and hmac.compare_digest(fingerprint(user, secret), auth)
+            ):
+                return user
+        # Logged out elsewhere, password changed, account deleted, or the log-in expired:
+        # back to a fresh guest.
+        log_out(request)
     token = guest_token(request)
     if guest_row_id(request) == 0:
         return None
@@ -116,12 +125,21 @@ MaybeUser = Annotated[User | None, Depends(find_user)]
 Visitor = Annotated[User, Depends(visitor)]
 
 
-def csrf_protect(request: Request, csrf_token: Annotated[str, Form()] = "") -> None:
-    """HTML forms that change data post the session's CSRF token back (JSON requests need none)."""
+async def csrf_protect(request: Request, csrf_token: Annotated[str, Form()] = "") -> None:
+    """HTML forms that change data post the session's CSRF token back (JSON requests need none).
+
+    Every such form passes here, so this is also where NUL characters in any field are refused
+    (PostgreSQL cannot store them); the form is already parsed, and Starlette caches it.
+    """
     if not csrf_valid(request, csrf_token):
         raise HTTPException(
             403, "This form has expired or came from another site: reload the page and try again"
         )
+    for name, value in (await request.form()).multi_items():
+        if isinstance(value, str) and "\x00" in value:
+            raise RequestValidationError(
+                [{"loc": ("body", name), "msg": "NUL characters are not allowed", "type": "value_error"}]
+            )
 
 
 # For `dependencies=[CsrfChecked]` on every HTML form route that changes data.

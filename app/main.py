@@ -33,6 +33,7 @@ from app.routes import (
     submissions,
     topics,
 )
+from app.security import RequestGuard, SecurityHeaders
 from app.services.content_sync import sync_bank
 from app.services.grading import build_queue
 from app.services.guests import purge_idle_guests
@@ -116,6 +117,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         limits_storage = f"kvprep-sqlite://{settings.ratelimit_file}"
     app.state.submit_limiter = RateLimiter(f"{settings.submissions_per_minute}/minute", limits_storage)
     app.state.login_limiter = RateLimiter(f"{settings.login_attempts_per_minute}/minute", limits_storage)
+    app.state.login_ip_limiter = RateLimiter(
+        f"{settings.login_attempts_per_ip_per_minute}/minute", limits_storage
+    )
+    app.state.login_email_limiter = RateLimiter(
+        f"{settings.login_attempts_per_email_per_hour}/hour", limits_storage
+    )
     app.state.signup_limiter = RateLimiter(f"{settings.signups_per_hour}/hour", limits_storage)
     app.state.lab_limiter = RateLimiter(f"{settings.lab_runs_per_hour}/hour", limits_storage)
     app.state.guest_limiter = RateLimiter(f"{settings.guests_per_hour}/hour", limits_storage)
@@ -132,14 +139,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         session_cookie="kvprep_session",
         max_age=settings.session_max_age_s,
         same_site="lax",
-        https_only=settings.secure_cookies,
+        https_only=settings.cookies_secure,
     )
+    # Outermost: refusals of the guard get the security headers too.
+    app.add_middleware(RequestGuard)
+    app.add_middleware(SecurityHeaders, hsts=settings.send_hsts)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         if _wants_html(request):
             return _error_page(request, exc.status_code, str(exc.detail))
-        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+        detail: object = exc.detail
+        if exc.status_code == 422 and isinstance(detail, str):
+            # The OpenAPI schema documents every 422 as a list of validation errors.
+            detail = [{"loc": ["body"], "msg": detail, "type": "value_error"}]
+        return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:

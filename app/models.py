@@ -84,6 +84,9 @@ class User(SQLModel, table=True):
     interview_date: date | None = None
     created_at: datetime = Field(default_factory=utcnow)
     last_login_at: datetime | None = None
+    # Part of every session's fingerprint: log-out and password change add one, which ends
+    # every session signed before (a copied cookie included), on every server at once.
+    session_version: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
 
     @property
     def is_guest(self) -> bool:

@@ -9,6 +9,7 @@ the password hash that stops a copied cookie once the password or the account ch
 from __future__ import annotations
 
 import secrets
+import time
 from typing import Any
 
 from fastapi import Request
@@ -21,6 +22,7 @@ GUEST_ROW_KEY = "gid"
 USER_KEY = "uid"
 AUTH_KEY = "auth"
 EMAIL_KEY = "email"
+LOGIN_AT_KEY = "at"
 CSRF_KEY = "csrf"
 FLASH_KEY = "flash"
 CSRF_FIELD = "csrf_token"
@@ -89,11 +91,17 @@ def has_no_user_row(request: Request) -> bool:
 
 
 def session_account(request: Request) -> tuple[int, str] | None:
-    """(user id, password fingerprint) of the signed-in account, or None for a guest."""
-    uid, auth = request.session.get(USER_KEY), request.session.get(AUTH_KEY)
-    if isinstance(uid, int) and isinstance(auth, str):
-        return uid, auth
-    return None
+    """(user id, session fingerprint) of the signed-in account, or None for a guest.
+
+    A log-in lasts Settings.login_max_age_s from the moment of log-in, whatever the cookie's
+    own lifetime: the time is in the signed session, so a copied cookie expires too.
+    """
+    uid, auth, at = (request.session.get(k) for k in (USER_KEY, AUTH_KEY, LOGIN_AT_KEY))
+    if not (isinstance(uid, int) and isinstance(auth, str) and isinstance(at, int)):
+        return None
+    if time.time() - at > request.app.state.settings.login_max_age_s:
+        return None
+    return uid, auth
 
 
 def signed_in(session: dict[str, Any]) -> bool:
@@ -104,7 +112,9 @@ def signed_in(session: dict[str, Any]) -> bool:
 def log_in(request: Request, *, user_id: int, email: str, fingerprint: str) -> None:
     """A fresh session for the account: nothing from the guest session (tokens included) survives."""
     request.session.clear()
-    request.session.update({USER_KEY: user_id, AUTH_KEY: fingerprint, EMAIL_KEY: email})
+    request.session.update(
+        {USER_KEY: user_id, AUTH_KEY: fingerprint, EMAIL_KEY: email, LOGIN_AT_KEY: int(time.time())}
+    )
 
 
 def log_out(request: Request) -> None:

@@ -219,8 +219,20 @@ def load_bank(root: Path) -> Bank:
         problems += found
         if card is None:
             continue
+        folders = file.relative_to(root / "cards").parts[:-1]
         if card.topic not in known:
             problems.append(Problem(rel, "topic", f"unknown topic {card.topic!r} (see topics.yaml)"))
+        elif folders != (card.topic,):
+            # The folder is where authors and reviewers look for a topic's cards: they must agree.
+            where = f"the folder cards/{'/'.join(folders)}/" if folders else "no topic folder"
+            problems.append(
+                Problem(
+                    rel,
+                    "topic",
+                    f"{card.topic!r} does not match {where}: move the file to cards/{card.topic}/ "
+                    "or correct the topic",
+                )
+            )
         if card.id in seen:
             problems.append(Problem(rel, "id", f"duplicate id {card.id!r}, also used by {seen[card.id]}"))
         seen.setdefault(card.id, rel)

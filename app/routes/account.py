@@ -1,4 +1,5 @@
-"""The user's own account: study settings, the JSON export of all their data, and deletion.
+"""The user's own account: study settings, password change, the JSON export of all their data,
+and deletion.
 
 Guests have the same page: their settings, their export, and "erase my data".
 """
@@ -11,13 +12,15 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from app.deps import CsrfChecked, CurrentUser, SessionDep, SettingsDep, Visitor
 from app.models import User
-from app.services.accounts import delete_user, export_user, password_hasher
+from app.routes.auth import sign_in
+from app.services.accounts import AccountError, change_password, delete_user, export_user, password_hasher
 from app.services.scheduling import retention_for
 from app.sessions import flash, log_out
+from app.validation import ApiModel
 from app.web import templates
 
 router = APIRouter(prefix="/api/account", tags=["account"])
@@ -25,18 +28,44 @@ pages = APIRouter(prefix="/account", tags=["pages"], include_in_schema=False)
 
 
 # Study settings a user may change.
-class AccountSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class AccountSettings(ApiModel):
     desired_retention: float | None = Field(default=None, ge=0.7, le=0.99)
     interview_date: date | None = None
 
 
 # The body of DELETE /api/account: an account confirms with its password; a guest sends {}.
-class AccountDelete(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class AccountDelete(ApiModel):
     password: str = Field(default="", max_length=1024)
+
+
+# A new password: the current one proves it is the owner; every other session ends.
+class PasswordChange(ApiModel):
+    current_password: str = Field(max_length=1024)
+    new_password: str = Field(max_length=1024)
+
+
+class PasswordRefused(Exception):
+    def __init__(self, status: int, field: str, message: str, headers: dict[str, str] | None = None) -> None:
+        self.status, self.field, self.message, self.headers = status, field, message, headers
+
+
+def _change_password(
+    request: Request, session: SessionDep, settings: SettingsDep, user: User, current: str, new: str
+) -> None:
+    """Change it and sign this browser in again; every other session (and copied cookie) ends."""
+    if user.is_guest:
+        raise PasswordRefused(403, "current_password", "Guests have no password: sign up first.")
+    # Guessing the current password through this form is as limited as through the log-in form.
+    wait = request.app.state.login_limiter.hit(f"password:user:{user.id}")
+    if wait:
+        message = f"Too many attempts: try again in {wait} s."
+        raise PasswordRefused(429, "current_password", message, {"Retry-After": str(wait)})
+    try:
+        change_password(session=session, user=user, current=current, new=new, settings=settings)
+    except AccountError as exc:
+        status = 403 if exc.field == "current_password" else 422
+        raise PasswordRefused(status, exc.field, exc.message) from None
+    sign_in(request, user)
 
 
 def account_json(user: User, settings: SettingsDep) -> dict[str, Any]:
@@ -84,6 +113,17 @@ def put_settings(
     session.commit()
     session.refresh(user)
     return account_json(user, settings)
+
+
+@router.put("/password", status_code=204)
+def put_password(
+    body: PasswordChange, request: Request, user: CurrentUser, session: SessionDep, settings: SettingsDep
+) -> Response:
+    try:
+        _change_password(request, session, settings, user, body.current_password, body.new_password)
+    except PasswordRefused as exc:
+        raise HTTPException(exc.status, exc.message, headers=exc.headers) from None
+    return Response(status_code=204)
 
 
 @router.get("/export")
@@ -157,6 +197,26 @@ def settings_form(
     session.add(user)
     session.commit()
     flash(request, "Settings saved.", "success")
+    return RedirectResponse("/account", status_code=303)
+
+
+@pages.post("/password", dependencies=[CsrfChecked])
+def password_form(
+    request: Request,
+    user: CurrentUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    current_password: Annotated[str, Form(max_length=1024)] = "",
+    new_password: Annotated[str, Form(max_length=1024)] = "",
+    confirm: Annotated[str, Form(max_length=1024)] = "",
+) -> Response:
+    if new_password != confirm:
+        return _page(request, user, settings, {"confirm": "The new passwords differ."}, 422)
+    try:
+        _change_password(request, session, settings, user, current_password, new_password)
+    except PasswordRefused as exc:
+        return _page(request, user, settings, {exc.field: exc.message}, exc.status)
+    flash(request, "Password changed. Every other session of this account is logged out.", "success")
     return RedirectResponse("/account", status_code=303)
 
 

@@ -1,6 +1,7 @@
 """Sign up, log in, log out: HTML forms (/auth, with CSRF tokens) and the JSON API (/api/auth).
 
-Log-in attempts are rate-limited per client address and per email. Whoever is signed in, a
+Log-in attempts are rate-limited per email and client address together, per client address,
+and (more slowly) per email. Whoever is signed in, a
 guest's progress moves to the account on sign-up (the guest's row becomes the account) and
 on log-in (merged into it).
 """
@@ -11,7 +12,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from app.deps import CsrfChecked, MaybeUser, SessionDep, SettingsDep, find_user
 from app.models import User
@@ -19,11 +20,13 @@ from app.services.accounts import (
     AccountError,
     authenticate,
     create_account,
+    end_sessions,
     fingerprint,
     merge_users,
     normalize_email,
 )
 from app.sessions import flash, log_in, log_out
+from app.validation import ApiModel
 from app.web import templates
 
 router = APIRouter(prefix="/api/auth", tags=["auth"])
@@ -31,9 +34,7 @@ pages = APIRouter(prefix="/auth", tags=["pages"], include_in_schema=False)
 
 
 # The body of a JSON sign-up or log-in.
-class Credentials(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Credentials(ApiModel):
     email: str = Field(max_length=320)
     password: str = Field(max_length=1024)
 
@@ -84,14 +85,27 @@ def do_signup(
     return user
 
 
+def _login_allowed(request: Request, email: str) -> None:
+    """Three limits, checked in turn; a refused attempt counts against none of the later ones.
+
+    One email from one client (fast: a typo-prone owner has room), one client over all emails
+    (credential stuffing), one email from everywhere (slower: many addresses guessing one
+    password). An attacker's guesses from their address use up only their own first bucket,
+    so the owner, from another address, still gets in.
+    """
+    state, client, key = request.app.state, _client(request), normalize_email(email)[:254]
+    for limiter, bucket in (
+        (state.login_limiter, f"login:email-ip:{key}:{client}"),
+        (state.login_ip_limiter, f"login:ip:{client}"),
+        (state.login_email_limiter, f"login:email:{key}"),
+    ):
+        wait = limiter.hit(bucket)
+        if wait:
+            raise RateLimited(wait)
+
+
 def do_login(request: Request, session: SessionDep, settings: SettingsDep, email: str, password: str) -> User:
-    limiter = request.app.state.login_limiter
-    waits = [
-        limiter.hit(f"login:ip:{_client(request)}"),
-        limiter.hit(f"login:email:{normalize_email(email)[:254]}"),
-    ]
-    if max(waits):
-        raise RateLimited(max(waits))
+    _login_allowed(request, email)
     visitor = find_user(request, session)
     user = authenticate(session=session, email=email, password=password, settings=settings)
     if user is None:
@@ -141,9 +155,17 @@ def api_login(
     return me_json(user)
 
 
-@router.post("/logout", status_code=204)
-def api_logout(request: Request) -> Response:
+def end_session(request: Request, session: SessionDep, user: User | None) -> None:
+    """Log out on the server too: the account's session version moves on, so this cookie (and
+    any copy of it) no longer signs anyone in; then a fresh guest session."""
+    if user is not None and not user.is_guest:
+        end_sessions(session=session, user=user)
     log_out(request)
+
+
+@router.post("/logout", status_code=204)
+def api_logout(request: Request, session: SessionDep, user: MaybeUser) -> Response:
+    end_session(request, session, user)
     return Response(status_code=204)
 
 
@@ -225,7 +247,7 @@ def login_form(
 
 
 @pages.post("/logout", dependencies=[CsrfChecked])
-def logout_form(request: Request) -> RedirectResponse:
-    log_out(request)
+def logout_form(request: Request, session: SessionDep, user: MaybeUser) -> RedirectResponse:
+    end_session(request, session, user)
     flash(request, "You are logged out. Your progress is safe in your account.")
     return RedirectResponse("/", status_code=303)

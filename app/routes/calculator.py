@@ -132,7 +132,6 @@ def calculator_page(
     )
 
 
-
 def calculator_url(figure_names: list[str]) -> str | None:
     """The calculator preset to a card's own case, for cards whose figures name a model's cache."""
     preset = preset_for_figures(figure_names)

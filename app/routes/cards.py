@@ -5,18 +5,20 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from typing import Annotated, Literal, TypeVar, cast
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
 from markupsafe import Markup
 from sqlalchemy import Engine
 from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
-from app.routes.calculator import calculator_url
 from app.deps import SessionDep, SettingsDep, SiteDep
 from app.models import CardPage, CardPublic, Topic
 from app.pages import guest_cached
+from app.routes.calculator import calculator_url
 from app.services.cards import CardFilter, get_card, list_cards, to_public, to_summary
 from app.services.site import SiteContent
 from app.web import templates
@@ -32,9 +34,16 @@ SearchParam = Annotated[str | None, Query(max_length=200)]
 PageParam = Annotated[int, Query(ge=1, le=10_000)]
 
 
+def _unknown_topic(topic: str) -> RequestValidationError:
+    """A 422 shaped like every other validation error (the OpenAPI schema's)."""
+    return RequestValidationError(
+        [{"loc": ("query", "topic"), "msg": f"Unknown topic {topic!r}", "type": "value_error"}]
+    )
+
+
 def _check_topic(session: SessionDep, topic: str | None) -> None:
     if topic and session.get(Topic, topic) is None:
-        raise HTTPException(422, f"Unknown topic {topic!r}")
+        raise _unknown_topic(topic)
 
 
 @router.get("", response_model=CardPage)
@@ -75,6 +84,14 @@ def _card_list_body(
         topics=site.topics,
         topic_titles={t.slug: t.title for t in site.topics},
         filters={"topic": filters.topic or "", "difficulty": filters.difficulty or "", "q": filters.q or ""},
+        # The pager's links carry only the filters in use.
+        filter_query=urlencode(
+            [
+                (k, v)
+                for k, v in (("q", filters.q), ("topic", filters.topic), ("difficulty", filters.difficulty))
+                if v
+            ]
+        ),
     )
     return Markup(html)
 
@@ -109,7 +126,7 @@ async def card_list_page(
     page: PageParam = 1,
 ) -> Response:
     if topic and site.topic(topic) is None:
-        raise HTTPException(422, f"Unknown topic {topic!r}")
+        raise _unknown_topic(topic)
     key = ("cards", topic or "", difficulty or "", q or "", page)
 
     async def render() -> Response:

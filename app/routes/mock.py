@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from sqlmodel import Session, col, select
 from starlette.datastructures import FormData
 
@@ -24,6 +24,7 @@ from app.routes.submissions import submission_json
 from app.services import mock as mocks
 from app.services.numeric import BYTE_UNITS
 from app.sessions import flash
+from app.validation import MAX_ID, ApiModel, BodyPosition, EmptyIsNone, RowId
 from app.web import templates
 
 router = APIRouter(prefix="/api/mock", tags=["mock interviews"])
@@ -36,20 +37,20 @@ SHARED_HEADERS = {"Referrer-Policy": "no-referrer", "X-Robots-Tag": "noindex", "
 
 
 # The set-up of a mock interview.
-class MockCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    minutes: int = Field(ge=1, description="15, 30, 45 or any custom length up to the server's maximum")
+class MockCreate(ApiModel):
+    minutes: int = Field(
+        ge=1, le=10_000, description="15, 30, 45 or any custom length up to the server's maximum"
+    )
     topics: list[TopicSlug] = Field(default_factory=list, max_length=50, description="[] means every topic")
-    difficulty: Difficulty | None = Field(default=None, description="null means mixed")
+    difficulty: Annotated[Difficulty | None, EmptyIsNone] = Field(
+        default=None, description="null means mixed"
+    )
     with_challenge: bool = True
 
 
 # An answer to the current question (`step` "question") or to its follow-up (`step` "follow_up").
-class MockAnswer(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    position: int = Field(ge=0)
+class MockAnswer(ApiModel):
+    position: BodyPosition
     step: Literal["question", "follow_up"] = "question"
     text: str = Field(default="", max_length=20_000)
     value: str | None = Field(default=None, max_length=100)  # numeric problems
@@ -58,25 +59,19 @@ class MockAnswer(BaseModel):
 
 
 # Code for the interview's coding problem.
-class MockCode(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class MockCode(ApiModel):
     code: str
 
 
 # The user's scoring of one question: the key points covered, and whether the follow-up was.
-class MockMark(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    position: int = Field(ge=0)
+class MockMark(ApiModel):
+    position: BodyPosition
     key_points: list[int] = Field(default_factory=list, max_length=50)
     follow_up: bool = False
 
 
 # The user's scoring of a whole interview.
-class MockScore(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class MockScore(ApiModel):
     items: list[MockMark] = Field(default_factory=list, max_length=100)
 
 
@@ -224,7 +219,7 @@ def api_shared_report(token: str, session: SessionDep, catalog: CatalogDep, cloc
 
 @router.get("/{mock_id}")
 def get_mock_state(
-    mock_id: int, session: SessionDep, catalog: CatalogDep, user: Visitor, clock: ClockDep
+    mock_id: RowId, session: SessionDep, catalog: CatalogDep, user: Visitor, clock: ClockDep
 ) -> dict[str, Any]:
     now = clock.now()
     mock = find_mock(session, user.id, mock_id)
@@ -234,7 +229,7 @@ def get_mock_state(
 
 @router.post("/{mock_id}/answers")
 def post_answer(
-    mock_id: int,
+    mock_id: RowId,
     body: MockAnswer,
     session: SessionDep,
     settings: SettingsDep,
@@ -256,7 +251,7 @@ def post_answer(
 
 @router.post("/{mock_id}/submissions", status_code=202)
 def post_code(
-    mock_id: int,
+    mock_id: RowId,
     body: MockCode,
     request: Request,
     session: SessionDep,
@@ -287,7 +282,7 @@ def post_code(
 
 @router.post("/{mock_id}/finish")
 def post_finish(
-    mock_id: int, session: SessionDep, catalog: CatalogDep, user: CurrentUser, clock: ClockDep
+    mock_id: RowId, session: SessionDep, catalog: CatalogDep, user: CurrentUser, clock: ClockDep
 ) -> dict[str, Any]:
     now = clock.now()
     mock = find_mock(session, user.id, mock_id)
@@ -300,7 +295,7 @@ def post_finish(
 
 @router.post("/{mock_id}/score")
 def post_score(
-    mock_id: int,
+    mock_id: RowId,
     body: MockScore,
     session: SessionDep,
     settings: SettingsDep,
@@ -320,7 +315,7 @@ def post_score(
 
 @router.get("/{mock_id}/report")
 def get_report(
-    mock_id: int, session: SessionDep, catalog: CatalogDep, user: Visitor, clock: ClockDep
+    mock_id: RowId, session: SessionDep, catalog: CatalogDep, user: Visitor, clock: ClockDep
 ) -> dict[str, Any]:
     now = clock.now()
     mock = find_mock(session, user.id, mock_id)
@@ -330,7 +325,7 @@ def get_report(
 
 
 @router.post("/{mock_id}/share")
-def post_share(mock_id: int, request: Request, session: SessionDep, user: CurrentUser) -> dict[str, str]:
+def post_share(mock_id: RowId, request: Request, session: SessionDep, user: CurrentUser) -> dict[str, str]:
     mock = find_mock(session, user.id, mock_id)
     try:
         token = mocks.share(session=session, mock=mock)
@@ -340,7 +335,7 @@ def post_share(mock_id: int, request: Request, session: SessionDep, user: Curren
 
 
 @router.delete("/{mock_id}/share", status_code=204)
-def delete_share(mock_id: int, session: SessionDep, user: CurrentUser) -> Response:
+def delete_share(mock_id: RowId, session: SessionDep, user: CurrentUser) -> Response:
     mocks.revoke(session=session, mock=find_mock(session, user.id, mock_id))
     return Response(status_code=204)
 
@@ -456,7 +451,7 @@ def shared_report_page(
 
 @pages.get("/{mock_id}", response_class=HTMLResponse)
 def mock_page(
-    mock_id: int,
+    mock_id: RowId,
     request: Request,
     session: SessionDep,
     catalog: CatalogDep,
@@ -489,19 +484,19 @@ def mock_page(
     )
 
 
-def _back(mock_id: int) -> RedirectResponse:
+def _back(mock_id: RowId) -> RedirectResponse:
     return RedirectResponse(f"/mock/{mock_id}", status_code=303)
 
 
 @pages.post("/{mock_id}/answer", dependencies=[CsrfChecked])
 def mock_answer_form(
-    mock_id: int,
+    mock_id: RowId,
     request: Request,
     session: SessionDep,
     settings: SettingsDep,
     user: CurrentUser,
     clock: ClockDep,
-    position: Annotated[int, Form(ge=0)],
+    position: Annotated[int, Form(ge=0, le=MAX_ID)],
     step: Annotated[Literal["question", "follow_up"], Form()] = "question",
     text: Annotated[str, Form(max_length=20_000)] = "",
     value: Annotated[str, Form(max_length=100)] = "",
@@ -527,7 +522,7 @@ def mock_answer_form(
 
 @pages.post("/{mock_id}/finish", dependencies=[CsrfChecked])
 def mock_finish_form(
-    mock_id: int, request: Request, session: SessionDep, user: CurrentUser, clock: ClockDep
+    mock_id: RowId, request: Request, session: SessionDep, user: CurrentUser, clock: ClockDep
 ) -> RedirectResponse:
     mock = find_mock(session, user.id, mock_id)
     try:
@@ -545,7 +540,7 @@ async def form_data(request: Request) -> FormData:
 
 @pages.post("/{mock_id}/score", dependencies=[CsrfChecked])
 def mock_score_form(
-    mock_id: int,
+    mock_id: RowId,
     request: Request,
     session: SessionDep,
     settings: SettingsDep,
@@ -574,7 +569,7 @@ def mock_score_form(
 
 @pages.post("/{mock_id}/share", dependencies=[CsrfChecked])
 def mock_share_form(
-    mock_id: int, request: Request, session: SessionDep, user: CurrentUser
+    mock_id: RowId, request: Request, session: SessionDep, user: CurrentUser
 ) -> RedirectResponse:
     mock = find_mock(session, user.id, mock_id)
     try:
@@ -589,7 +584,7 @@ def mock_share_form(
 
 @pages.post("/{mock_id}/unshare", dependencies=[CsrfChecked])
 def mock_unshare_form(
-    mock_id: int, request: Request, session: SessionDep, user: CurrentUser
+    mock_id: RowId, request: Request, session: SessionDep, user: CurrentUser
 ) -> RedirectResponse:
     mocks.revoke(session=session, mock=find_mock(session, user.id, mock_id))
     flash(request, "The link is revoked: it no longer opens the report.", "success")

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fsrs import Rating
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from sqlmodel import Session, col, select
 from starlette.concurrency import run_in_threadpool
 
@@ -30,6 +30,7 @@ from app.services.scheduling import (
     preview,
 )
 from app.sessions import flash, has_no_user_row
+from app.validation import ApiModel, EmptyIsNone, Position, RowId
 from app.web import templates
 
 router = APIRouter(prefix="/api/quizzes", tags=["quizzes"])
@@ -45,22 +46,18 @@ def _all_kinds() -> list[Kind]:
 
 
 # How to choose a quiz's cards.
-class QuizCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class QuizCreate(ApiModel):
     mode: Mode = "topics"
     topics: list[Annotated[str, Field(pattern=r"^[a-z0-9-]{1,80}$")]] = Field(
         default_factory=list, max_length=50
     )
-    difficulty: Difficulty | None = None
-    size: int = Field(default=10, ge=1)
+    difficulty: Annotated[Difficulty | None, EmptyIsNone] = None
+    size: int = Field(default=10, ge=1, le=10_000)
     kinds: list[Kind] = Field(default_factory=_all_kinds, min_length=1, max_length=3)
 
 
 # An answer: `answer` (recall, optional), `picked` (choice), `value` and `unit` (numeric).
-class AnswerIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class AnswerIn(ApiModel):
     answer: str | None = Field(default=None, max_length=quizzes.MAX_TYPED_ANSWER)
     picked: list[int] = Field(default_factory=list, max_length=20)
     value: str | None = Field(default=None, max_length=100)
@@ -68,9 +65,7 @@ class AnswerIn(BaseModel):
 
 
 # A rating of a revealed recall question, with the indices of the key points the user got.
-class RatingIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class RatingIn(ApiModel):
     rating: Literal["again", "hard", "good", "easy"]
     key_points: list[int] = Field(default_factory=list, max_length=50)
 
@@ -165,20 +160,20 @@ def api_list(user: Visitor, session: SessionDep) -> list[dict[str, Any]]:
 
 
 @router.get("/{quiz_id}")
-def api_get(quiz_id: int, user: Visitor, session: SessionDep) -> dict[str, Any]:
+def api_get(quiz_id: RowId, user: Visitor, session: SessionDep) -> dict[str, Any]:
     return quiz_json(session, load_quiz(session, user, quiz_id))
 
 
 @router.get("/{quiz_id}/items/{position}")
-def api_item(quiz_id: int, position: int, user: Visitor, session: SessionDep) -> dict[str, Any]:
+def api_item(quiz_id: RowId, position: Position, user: Visitor, session: SessionDep) -> dict[str, Any]:
     _, item, card = load_item(session, user, quiz_id, position)
     return quizzes.item_view(item, card)
 
 
 @router.post("/{quiz_id}/items/{position}/answer")
 def api_answer(
-    quiz_id: int,
-    position: int,
+    quiz_id: RowId,
+    position: Position,
     body: AnswerIn,
     user: CurrentUser,
     session: SessionDep,
@@ -198,8 +193,8 @@ def api_answer(
 
 @router.post("/{quiz_id}/items/{position}/rate")
 def api_rate(
-    quiz_id: int,
-    position: int,
+    quiz_id: RowId,
+    position: Position,
     body: RatingIn,
     user: CurrentUser,
     session: SessionDep,
@@ -291,7 +286,7 @@ def start_form(
     mode: Annotated[Mode, Form()] = "topics",
     topics: Annotated[list[str], Form()] = [],  # noqa: B006 - FastAPI copies defaults
     difficulty: Annotated[Difficulty | Literal[""], Form()] = "",
-    size: Annotated[int, Form(ge=1)] = 10,
+    size: Annotated[int, Form(ge=1, le=10_000)] = 10,
     kinds: Annotated[list[Kind], Form()] = [],  # noqa: B006
 ) -> Response:
     form = {"mode": mode, "topics": topics, "difficulty": difficulty, "size": size, "kinds": kinds}
@@ -326,7 +321,7 @@ def start_form(
 
 @pages.get("/{quiz_id}", response_class=HTMLResponse)
 def quiz_page(
-    quiz_id: int, request: Request, user: Visitor, session: SessionDep, clock: ClockDep
+    quiz_id: RowId, request: Request, user: Visitor, session: SessionDep, clock: ClockDep
 ) -> Response:
     quiz = load_quiz(session, user, quiz_id)
     items = quizzes.quiz_items(session=session, quiz=quiz)
@@ -353,8 +348,8 @@ def quiz_page(
 
 @pages.get("/{quiz_id}/items/{position}", response_class=HTMLResponse)
 def item_page(
-    quiz_id: int,
-    position: int,
+    quiz_id: RowId,
+    position: Position,
     request: Request,
     user: Visitor,
     session: SessionDep,
@@ -389,8 +384,8 @@ def item_page(
 
 @pages.post("/{quiz_id}/items/{position}/answer", dependencies=[CsrfChecked])
 def answer_form(
-    quiz_id: int,
-    position: int,
+    quiz_id: RowId,
+    position: Position,
     request: Request,
     user: CurrentUser,
     session: SessionDep,
@@ -414,8 +409,8 @@ def answer_form(
 
 @pages.post("/{quiz_id}/items/{position}/rate", dependencies=[CsrfChecked])
 def rate_form(
-    quiz_id: int,
-    position: int,
+    quiz_id: RowId,
+    position: Position,
     request: Request,
     user: CurrentUser,
     session: SessionDep,

@@ -9,13 +9,14 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
 from app.deps import CatalogDep, CurrentUser, SessionDep, SettingsDep, find_user
 from app.models import Submission
 from app.routes.challenges import find_challenge
+from app.validation import ApiModel
 
 router = APIRouter(prefix="/api", tags=["submissions"])
 # The longest a long-poll may wait; a client asks again after an answer still "queued"/"running".
@@ -23,9 +24,7 @@ MAX_WAIT_S = 30.0
 
 
 # The body of a submission.
-class SubmissionCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class SubmissionCreate(ApiModel):
     code: str = Field(description="Python source defining the challenge's entry point")
 
 

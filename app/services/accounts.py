@@ -88,9 +88,37 @@ def _dummy_hash(time_cost: int, memory_kib: int) -> str:
 
 
 def fingerprint(user: User, secret_key: str) -> str:
-    """Ties a session to the account's current password hash: a new password or account ends old sessions."""
-    message = f"{user.id}:{user.password_hash}".encode()
+    """Ties a session to the account's password hash and session version: a new password, a
+    log-out or a new account ends the sessions signed before."""
+    message = f"{user.id}:{user.session_version}:{user.password_hash}".encode()
     return hmac.new(secret_key.encode(), message, hashlib.sha256).hexdigest()[:32]
+
+
+def end_sessions(*, session: Session, user: User) -> None:
+    """Log-out, server-side: every cookie signed for this account so far stops working. Commits."""
+    session.exec(
+        update(User)  # type: ignore[call-overload]
+        .where(col(User.id) == user.id)
+        .values(session_version=User.session_version + 1)  # atomic, whatever other requests do
+    )
+    session.commit()
+    session.refresh(user)
+
+
+def change_password(*, session: Session, user: User, current: str, new: str, settings: Settings) -> None:
+    """Check the current password, store the new one, end every session (the caller signs the
+    current one in again). Raises AccountError naming the field at fault. Commits."""
+    hasher = password_hasher(settings)
+    if user.password_hash is None or not hasher.verify(current, user.password_hash):
+        raise AccountError("That is not your current password.", "current_password")
+    problems = check_credentials(email=user.email or "", password=new, settings=settings)
+    if "password" in problems:
+        raise AccountError(problems["password"], "new_password")
+    user.password_hash = hasher.hash(new)
+    user.session_version += 1
+    session.add(user)
+    session.commit()
+    session.refresh(user)
 
 
 def find_account(*, session: Session, email: str) -> User | None:

@@ -1,15 +1,29 @@
 // CodeMirror 6 with Python mode, exposed as window.kvprepEditor.mount(textarea).
 // The textarea stays the source of truth for forms and for the no-JS fallback.
+// The editor lives in a shadow root: there CodeMirror styles itself with constructed
+// stylesheets (adoptedStyleSheets) instead of a <style> element, so the pages'
+// Content-Security-Policy (style-src 'self', no inline styles) holds with the editor too.
 import { EditorView, basicSetup } from "codemirror";
 import { keymap } from "@codemirror/view";
 import { indentWithTab } from "@codemirror/commands";
 import { python } from "@codemirror/lang-python";
 
+// What app.css gave .cm-editor before the shadow root hid it from the page's stylesheets.
+const sizing = EditorView.theme({
+  "&": { minHeight: "320px", maxHeight: "70vh", backgroundColor: "#fff" },
+  ".cm-scroller": { overflow: "auto", fontFamily: 'ui-monospace, "DejaVu Sans Mono", monospace' },
+});
+
 function mount(textarea, { onChange } = {}) {
+  const host = document.createElement("div");
+  host.className = "editor-host";
+  const root = host.attachShadow({ mode: "open" });
   const view = new EditorView({
     doc: textarea.value,
+    root,
     extensions: [
       basicSetup,
+      sizing,
       keymap.of([indentWithTab]),
       python(),
       EditorView.updateListener.of((update) => {
@@ -19,8 +33,9 @@ function mount(textarea, { onChange } = {}) {
       }),
     ],
   });
+  root.appendChild(view.dom);
   textarea.hidden = true;
-  textarea.parentNode.insertBefore(view.dom, textarea);
+  textarea.parentNode.insertBefore(host, textarea);
   return {
     view,
     getValue: () => view.state.doc.toString(),

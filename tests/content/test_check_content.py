@@ -21,12 +21,15 @@ GOOD = (
 ).read_text()
 
 
+TOPIC = "kv-cache-contents"
+
+
 @pytest.fixture
 def bank(tmp_path: Path, bank_root: Path) -> Path:
     """A one-card bank with the real topics file."""
     shutil.copy(bank_root / "topics.yaml", tmp_path / "topics.yaml")
-    (tmp_path / "cards" / "kv").mkdir(parents=True)
-    (tmp_path / "cards" / "kv" / "good.md").write_text(GOOD)
+    (tmp_path / "cards" / TOPIC).mkdir(parents=True)
+    (tmp_path / "cards" / TOPIC / "good.md").write_text(GOOD)
     return tmp_path
 
 
@@ -59,12 +62,12 @@ def test_each_broken_card_is_named_with_its_field(
     case: str, bank: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     text, field = BROKEN[case]
-    (bank / "cards" / "kv" / f"{case}.md").write_text(
+    (bank / "cards" / TOPIC / f"{case}.md").write_text(
         text.replace("id: what-the-cache-stores", f"id: {case}")
     )
     assert main(["check-content", "--root", str(bank)]) == 1
     err = capsys.readouterr().err
-    assert f"cards/kv/{case}.md: {field}" in err, err
+    assert f"cards/{TOPIC}/{case}.md: {field}" in err, err
     assert "good.md" not in err
 
 
@@ -73,7 +76,34 @@ def test_duplicate_id_names_both_files(bank: Path, capsys: pytest.CaptureFixture
     assert main(["check-content", "--root", str(bank)]) == 1
     err = capsys.readouterr().err
     # cards/copy.md sorts first, so the second file to claim the id is the one reported.
-    assert "cards/kv/good.md: id: duplicate id 'what-the-cache-stores', also used by cards/copy.md" in err
+    assert (
+        f"cards/{TOPIC}/good.md: id: duplicate id 'what-the-cache-stores', also used by cards/copy.md" in err
+    )
+
+
+def test_a_card_in_another_topics_folder_is_refused(bank: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A card's topic and its folder must agree: the folder is where people look for it."""
+    (bank / "cards" / "rope").mkdir()
+    (bank / "cards" / "rope" / "moved.md").write_text(GOOD.replace("id: what-the-cache-stores", "id: moved"))
+    assert main(["check-content", "--root", str(bank)]) == 1
+    err = capsys.readouterr().err
+    assert (
+        "cards/rope/moved.md: topic: 'kv-cache-contents' does not match the folder cards/rope/: "
+        "move the file to cards/kv-cache-contents/ or correct the topic"
+    ) in err, err
+    assert "good.md" not in err
+    # Nested one level too deep, or with no topic folder at all, is refused the same way.
+    (bank / "cards" / "rope" / "moved.md").unlink()
+    (bank / "cards" / TOPIC / "extra").mkdir()
+    (bank / "cards" / TOPIC / "extra" / "deep.md").write_text(
+        GOOD.replace("id: what-the-cache-stores", "id: d")
+    )
+    (bank / "cards" / "loose.md").write_text(GOOD.replace("id: what-the-cache-stores", "id: loose"))
+    with pytest.raises(ContentError) as info:
+        load_bank(bank)
+    found = {(p.path, p.field) for p in info.value.problems}
+    assert found == {(f"cards/{TOPIC}/extra/deep.md", "topic"), ("cards/loose.md", "topic")}
+    assert "no topic folder" in str(info.value)
 
 
 def test_every_problem_is_reported_at_once(bank: Path) -> None:

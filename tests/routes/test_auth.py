@@ -8,6 +8,7 @@ from fastapi.testclient import TestClient
 from app.config import Settings
 from app.routes.auth import safe_next
 from tests.services.factories import (
+    BODYLESS,
     PASSWORD,
     csrf,
     fast_settings,
@@ -70,7 +71,7 @@ def test_html_forms_need_the_csrf_token(client: TestClient, path: str) -> None:
 
 def test_json_requests_need_no_csrf_token(client: TestClient) -> None:
     assert signup(client, "a@example.com")["email"] == "a@example.com"
-    assert client.post("/api/auth/logout").status_code == 204
+    assert client.post("/api/auth/logout", headers=BODYLESS).status_code == 204
     assert client.get("/api/auth/me").json()["guest"] is True
     assert login(client, "a@example.com")["guest"] is False
 
@@ -108,16 +109,58 @@ def test_login_attempts_are_rate_limited(client: TestClient) -> None:
     assert page.status_code == 429 and "Too many log-in attempts" in page.text
 
 
-def test_the_limit_is_per_email_too(client: TestClient) -> None:
-    """Another address guessing the same account's password is counted against the email."""
+def client_at(client: TestClient, address: str) -> TestClient:
+    """Another browser on the same app, connecting from `address`."""
+    return TestClient(client.app, client=(address, 40000))
+
+
+def test_an_attackers_guesses_do_not_lock_the_owner_out(client: TestClient) -> None:
+    """The fast limit is per email and address together: the owner, elsewhere, still gets in."""
     signup(other_client(client), "a@example.com")
+    attacker = client_at(client, "203.0.113.66")
     wrong = {"email": "a@example.com", "password": "wrong password"}
-    for _ in range(3):
-        other_client(client).post("/api/auth/login", json=wrong)
-    assert (
-        client.post("/api/auth/login", json={"email": "A@example.com", "password": PASSWORD}).status_code
-        == 429
-    )
+    codes = [attacker.post("/api/auth/login", json=wrong).status_code for _ in range(4)]
+    assert codes == [401, 401, 401, 429]
+    # Even the right password is refused to the attacker's address now...
+    right = {"email": "A@example.com", "password": PASSWORD}
+    assert attacker.post("/api/auth/login", json=right).status_code == 429
+    # ...but the owner, at home, logs in.
+    owner = client_at(client, "198.51.100.7")
+    assert owner.post("/api/auth/login", json=right).status_code == 200
+
+
+@pytest.mark.parametrize("limit", [5])
+def test_one_email_from_many_addresses_meets_the_slower_global_limit(db_url: str, limit: int) -> None:
+    from app.main import create_app
+
+    app = create_app(fast_settings(db_url, login_attempts_per_email_per_hour=limit))
+    with TestClient(app) as client:
+        signup(client, "a@example.com")
+        wrong = {"email": "a@example.com", "password": "wrong password"}
+        codes = [
+            client_at(client, f"203.0.113.{i}").post("/api/auth/login", json=wrong).status_code
+            for i in range(limit + 1)
+        ]
+        assert codes == [401] * limit + [429]
+        # Another email is not affected.
+        assert (
+            client_at(client, "203.0.113.99")
+            .post("/api/auth/login", json={"email": "b@example.com", "password": "x"})
+            .status_code
+            == 401
+        )
+
+
+def test_one_address_trying_many_emails_is_limited(db_url: str) -> None:
+    from app.main import create_app
+
+    app = create_app(fast_settings(db_url, login_attempts_per_ip_per_minute=4))
+    with TestClient(app) as client:
+        codes = [
+            client.post("/api/auth/login", json={"email": f"u{i}@example.com", "password": "x"}).status_code
+            for i in range(5)
+        ]
+        assert codes == [401] * 4 + [429]
 
 
 def test_a_guest_who_signs_up_keeps_their_progress(client: TestClient) -> None:

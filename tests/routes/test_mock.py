@@ -18,7 +18,7 @@ from app.main import create_app
 from app.models import MockItem
 from app.services.clock import ManualClock
 from graders.runner import shutdown as shutdown_sandbox
-from tests.services.factories import csrf, fast_settings, other_client, signup
+from tests.services.factories import BODYLESS, csrf, fast_settings, other_client, signup
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -124,9 +124,9 @@ def test_no_pausing_and_one_interview_at_a_time(app_client: TestClient, clock: M
     assert (
         response.status_code == 409 and "already have a mock interview running" in response.json()["detail"]
     )
-    finished = app_client.post(f"/api/mock/{state['id']}/finish").json()
+    finished = app_client.post(f"/api/mock/{state['id']}/finish", headers=BODYLESS).json()
     assert finished["status"] == "ended" and finished["ended_by"] == "user"
-    assert app_client.post(f"/api/mock/{state['id']}/finish").status_code == 409
+    assert app_client.post(f"/api/mock/{state['id']}/finish", headers=BODYLESS).status_code == 409
     start(app_client)  # the clock stopped, so a new one may start
 
 
@@ -153,8 +153,8 @@ def test_someone_elses_interview_is_404(app_client: TestClient) -> None:
     assert stranger.get(f"/api/mock/{mock_id}").status_code == 404
     assert stranger.get(f"/mock/{mock_id}", headers={"accept": "text/html"}).status_code == 404
     assert stranger.post(f"/api/mock/{mock_id}/answers", json={"position": 0}).status_code == 404
-    assert stranger.post(f"/api/mock/{mock_id}/finish").status_code == 404
-    assert stranger.post(f"/api/mock/{mock_id}/share").status_code == 404
+    assert stranger.post(f"/api/mock/{mock_id}/finish", headers=BODYLESS).status_code == 404
+    assert stranger.post(f"/api/mock/{mock_id}/share", headers=BODYLESS).status_code == 404
     assert stranger.get("/api/mock").json() == []
     assert app_client.get("/api/mock/999999").status_code == 404
 
@@ -235,12 +235,12 @@ def test_a_shared_report_shows_the_report_and_nothing_of_its_owner(
     assert (
         app_client.post(f"/api/mock/{shared['id']}/score", json={"items": []}).status_code == 409
     )  # running
-    app_client.post(f"/api/mock/{shared['id']}/finish")
+    app_client.post(f"/api/mock/{shared['id']}/finish", headers=BODYLESS)
     scored = app_client.post(
         f"/api/mock/{shared['id']}/score", json={"items": [{"position": 0, "key_points": [0]}]}
     )
     assert scored.status_code == 200
-    link = app_client.post(f"/api/mock/{shared['id']}/share").json()
+    link = app_client.post(f"/api/mock/{shared['id']}/share", headers=BODYLESS).json()
     token = link["token"]
     assert link["url"].endswith(f"/mock/shared/{token}") and len(token) >= 32
 
@@ -262,7 +262,7 @@ def test_a_shared_report_shows_the_report_and_nothing_of_its_owner(
     assert str(owner["id"]) not in {str(v) for v in as_json.json().values()}
 
     # The owner revokes the link: it is gone for everyone.
-    assert app_client.delete(f"/api/mock/{shared['id']}/share").status_code == 204
+    assert app_client.delete(f"/api/mock/{shared['id']}/share", headers=BODYLESS).status_code == 204
     assert visitor.get(f"/mock/shared/{token}", headers={"accept": "text/html"}).status_code == 404
     assert visitor.get(f"/api/mock/shared/{token}").status_code == 404
     assert visitor.get("/mock/shared/not-a-token").status_code == 404

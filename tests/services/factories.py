@@ -13,6 +13,9 @@ from app.content.catalog import Catalog, load_catalog
 from app.models import User
 
 PASSWORD = "correct horse battery"
+# What a script sends with a JSON POST that has no body (app/security.py: only same-origin
+# scripts can set X-Requested-With, so a form or a no-cors fetch cannot).
+BODYLESS = {"X-Requested-With": "fetch"}
 
 
 def fast_settings(db_url: str, **overrides: object) -> Settings:

@@ -1,0 +1,59 @@
+"""Input types every route shares: bounded ids, no NUL characters, empty meaning "not set".
+
+Ids and positions are bounded to PostgreSQL's INTEGER (2^31 - 1): a larger number cannot name
+a row, and unbounded it overflows SQLite's 64-bit integers or PostgreSQL's INTEGER inside the
+driver (a 500 instead of a 404). NUL characters cannot be stored in PostgreSQL text, and no
+answer, email or code needs one: they are refused with 422 like any other invalid field.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Path
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+
+MAX_ID = 2**31 - 1
+
+
+def _no_nul(value: Any) -> Any:
+    """Walks strings, lists and dicts: pydantic runs this after the field's own validation."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError("NUL characters are not allowed")
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _no_nul(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _no_nul(key)
+            _no_nul(item)
+    return value
+
+
+def reject_nul(value: str) -> str:
+    _no_nul(value)
+    return value
+
+
+def _empty_is_none(value: Any) -> Any:
+    return None if value == "" else value
+
+
+# A JSON body: unknown fields refused, no NUL anywhere in it.
+class ApiModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _refuse_nul(cls, value: Any) -> Any:
+        return _no_nul(value)
+
+
+# Path ids of rows (quizzes, mock interviews) and positions inside them.
+RowId = Annotated[int, Path(ge=1, le=MAX_ID)]
+Position = Annotated[int, Path(ge=0, le=MAX_ID)]
+# A position in a JSON body.
+BodyPosition = Annotated[int, Field(ge=0, le=MAX_ID)]
+# An optional choice a form or client may send as "" for "not set" (a select left on "Any").
+EmptyIsNone = BeforeValidator(_empty_is_none)
