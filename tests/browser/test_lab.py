@@ -12,6 +12,13 @@ from tests.browser.conftest import screenshot
 pytestmark = pytest.mark.browser
 
 
+def chart_drawn(page, canvas_id: str) -> None:  # type: ignore[no-untyped-def]
+    """Wait until Chart.js (a deferred script) has drawn on the canvas."""
+    page.wait_for_function(
+        f"() => !!window.KvCharts && !!window.KvCharts.Chart.getChart(document.getElementById('{canvas_id}'))"
+    )
+
+
 def test_run_a_tiny_lab_experiment_and_see_progress_and_chart(page) -> None:  # type: ignore[no-untyped-def]
     page.goto("/")
     page.get_by_role("link", name="Lab", exact=True).click()
@@ -28,11 +35,10 @@ def test_run_a_tiny_lab_experiment_and_see_progress_and_chart(page) -> None:  # 
     expect(page.locator("#lab-status")).to_have_text("done", timeout=60_000)
     expect(page.locator("#result-prefill canvas")).to_be_visible()
     expect(page.locator("#result-exactness")).to_contain_text("Identical, token for token.")
-    drawn = page.evaluate(
+    page.wait_for_function(
         "() => !!window.KvCharts"
         " && !!window.KvCharts.Chart.getChart(document.querySelector('#result-prefill canvas'))"
     )
-    assert drawn
     screenshot(page, "lab-result")
     # The run is listed on the lab page.
     page.get_by_role("link", name="The lab").click()
@@ -43,6 +49,7 @@ def test_calculator_change_the_model_and_see_numbers_and_chart_change(page) -> N
     page.goto("/")
     page.get_by_role("link", name="Calculator", exact=True).click()
     expect(page.locator("#calc-results")).to_be_visible()
+    chart_drawn(page, "calc-chart")
     before = page.locator("#calc-per-token").inner_text()
     chart_before = page.evaluate(
         "() => window.KvCharts.Chart.getChart(document.getElementById('calc-chart')).data.datasets[0].label"
@@ -52,6 +59,7 @@ def test_calculator_change_the_model_and_see_numbers_and_chart_change(page) -> N
     expect(page).to_have_url(re.compile(r"model=llama2_7b"))
     expect(page.locator("#calc-per-token")).to_have_text("512.00 KiB")
     assert before != "512.00 KiB"
+    chart_drawn(page, "calc-chart")
     chart_after = page.evaluate(
         "() => window.KvCharts.Chart.getChart(document.getElementById('calc-chart')).data.datasets[0].label"
     )
