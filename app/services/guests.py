@@ -13,10 +13,12 @@ from datetime import datetime, timedelta
 from sqlalchemy import delete, exists
 from sqlmodel import Session, col, select
 
-from app.models import CardProgress, MockInterview, QuizSession, Review, Submission, User, utcnow
+from app.models import User, utcnow
+from app.services.accounts import USER_TABLES
 
-# Every table whose rows belong to a user: a guest with a row in any of them is kept.
-OWNED = (Submission, CardProgress, QuizSession, Review, MockInterview)
+# Every table whose rows belong to a user (one list, kept by accounts.py): a guest with a row
+# in any of them is kept.
+OWNED = USER_TABLES
 
 
 def purge_idle_guests(*, session: Session, idle_days: int, now: datetime | None = None) -> int:
@@ -30,7 +32,7 @@ def purge_idle_guests(*, session: Session, idle_days: int, now: datetime | None 
             col(User.desired_retention).is_(None),
             col(User.interview_date).is_(None),
         )
-        .where(*(~exists().where(col(table.user_id) == col(User.id)) for table in OWNED))
+        .where(*(~exists().where(table.__table__.c.user_id == col(User.id)) for table in OWNED))  # type: ignore[attr-defined]
     )
     ids = list(session.exec(empty).all())
     if ids:

@@ -104,3 +104,23 @@ def test_idle_empty_guests_expire_and_the_rest_stay(client: TestClient, db_url: 
         assert left == {kept_token, "new-empty", "idle-with-a-date", "someone@example.com"}
     finally:
         engine.dispose()
+
+
+def test_every_table_a_user_owns_keeps_a_guest(db_url: str) -> None:
+    """A guest whose only row is in any per-user table (a lab run, say) is not purged."""
+    from app.models import LabRun
+    from app.services.accounts import USER_TABLES
+
+    assert LabRun in USER_TABLES
+    engine = make_engine(db_url)
+    long_ago = utcnow() - timedelta(days=40)
+    try:
+        with Session(engine) as session:
+            guest = User(guest_token="lab-only", created_at=long_ago)
+            session.add(guest)
+            session.commit()
+            session.add(LabRun(id="r1", user_id=guest.id, size="tiny"))
+            session.commit()
+            assert purge_idle_guests(session=session, idle_days=30) == 0
+    finally:
+        engine.dispose()
