@@ -132,6 +132,7 @@ def _enter(plan: Plan, spec: ChildSpec, *, probe: bool) -> dict[str, str]:
 
     os.setsid()
     attempt("netns", lambda: iso.unshare(iso.CLONE_NEWNET))
+    attempt("ipcns", lambda: iso.unshare(iso.CLONE_NEWIPC))
 
     def mount_ns() -> None:
         iso.unshare(iso.CLONE_NEWNS)
@@ -356,7 +357,14 @@ class ForkServer:
             raise RuntimeError(f"a sandboxed child cannot run torch: {report['sanity']}\n{output}")
         details = {
             "netns": "no network: a network namespace with only a down loopback",
-            "mountns": "temp folder is a private tmpfs capped at disk_bytes; the server's folder is hidden",
+            "ipcns": (
+                "an IPC namespace of its own: SysV IPC and POSIX message queues made inside vanish "
+                "with the child; the host's are out of sight"
+            ),
+            "mountns": (
+                "temp folder is a private tmpfs capped at disk_bytes; "
+                "the server's folder and /dev/shm are hidden"
+            ),
             "uid": f"each child runs as uid/gid {plan.uid_base}+slot with no supplementary groups",
             "userns": "children drop every capability they hold in the server's user namespace",
             "rlimits": "CPU, address space, file size, open files" + (", processes" if plan.root else ""),
@@ -366,7 +374,7 @@ class ForkServer:
                 + (", no TCP" if plan.landlock_abi >= 4 else "")
                 + (", signals and abstract sockets scoped" if plan.landlock_abi >= 6 else "")
             ),
-            "seccomp": "no new processes, exec, sockets, ptrace, mounts or namespaces",
+            "seccomp": "no new processes, exec, sockets, ptrace, mounts, namespaces or SysV/POSIX-mqueue IPC",
         }
         for layer, detail in details.items():
             if layer in plan.layers and not plan.layers[layer].active:
@@ -719,7 +727,7 @@ def main(argv: list[str] | None = None) -> int:
     if not root:
         layers["uid"] = LayerStatus(False, "not root: children keep the user's uid")
     if not layers["userns"].active and not root:
-        for layer in ("pidns", "netns", "mountns"):
+        for layer in ("pidns", "netns", "ipcns", "mountns"):
             layers[layer] = LayerStatus(False, "needs root or a user namespace")
     for layer in args.disable:
         layers[layer] = LayerStatus(False, "disabled by configuration")
@@ -739,7 +747,10 @@ def main(argv: list[str] | None = None) -> int:
     abi = iso.landlock_abi()
     # The folder holding the graders package is always protected, whatever the caller says.
     protected = [*args.protect, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))]
-    plan = Plan(root=root, uid_base=args.uid_base, hide=args.hide, protected=protected, layers=layers)
+    # /dev/shm (POSIX shared memory, named semaphores) is shared by every process of the host:
+    # each child sees an empty read-only one instead (Landlock also refuses it).
+    hide = [*args.hide, *(["/dev/shm"] if os.path.isdir("/dev/shm") else [])]
+    plan = Plan(root=root, uid_base=args.uid_base, hide=hide, protected=protected, layers=layers)
     if abi and "landlock" not in layers:
         plan.landlock_abi = abi
         plan.rules = iso.landlock_rules(protected)

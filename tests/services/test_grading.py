@@ -22,6 +22,8 @@ def test_start_up_names_every_isolation_layer(caplog: pytest.LogCaptureFixture) 
         assert info.get("detail", "") in line
     if os.geteuid() == 0:
         assert any(m.startswith("sandbox layer userns") and "not needed" in m for m in lines)
+        ipc = next(m for m in lines if m.startswith("sandbox layer ipcns "))
+        assert "active" in ipc and "SysV IPC" in ipc, ipc
     uid_on = layers.get("uid", {}).get("active")
     inactive = [
         layer
