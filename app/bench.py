@@ -136,11 +136,14 @@ def start_server(tmp: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
+        probe = Client(base)
         try:
-            Client(base).request("GET", "/api/challenges")
+            probe.request("GET", "/api/challenges")
             return proc, base
         except OSError:
             time.sleep(0.2)
+        finally:
+            probe.conn.close()
     proc.kill()
     raise RuntimeError("the server did not start")
 

@@ -169,7 +169,12 @@ class GradingQueue:
     def run_worker(self, workers: int) -> None:
         """A standalone worker process (`kvprep worker`): huey's consumer with its signal handling."""
         log_isolation(self.settings.grader_limits())
-        Consumer(self.huey, workers=workers, periodic=False, check_worker_health=True).run()
+        try:
+            Consumer(self.huey, workers=workers, periodic=False, check_worker_health=True).run()
+        finally:
+            from graders.runner import shutdown as stop_sandbox
+
+            stop_sandbox()  # its temporary folders go with it, whatever signal ended the consumer
 
     def stop(self) -> None:
         if self.consumer is not None:

@@ -174,13 +174,17 @@ class SandboxSession:
             self.sock.settimeout(remaining)
             wire.send_frame(self.sock, header, parts)
             reply, payload = wire.recv_frame(
-                self.sock, max_bytes=self.limits.max_reply_bytes, deadline=self.deadline
+                self.sock, max_bytes=self.limits.max_reply_bytes, deadline=self.deadline, what="reply"
             )
         except TimeoutError:
             self._stop()
             raise self._fail(
                 "timeout", f"your code did not finish within the {self.limits.wall_seconds:g} s time limit"
             ) from None
+        except wire.FrameTooLarge as exc:
+            self._stop()
+            message = f"your code's process sent back a reply too large to read: {exc}"
+            raise self._fail("error", message) from None
         except wire.WireError as exc:
             self._stop()
             raise self._fail("error", f"your code's process sent back something unreadable: {exc}") from None

@@ -94,6 +94,18 @@ class WireError(Exception):
     """A frame or a value that breaks the format or a cap (never the grader's own fault)."""
 
 
+class FrameTooLarge(WireError):
+    """A frame refused unread; the message names the limit it broke (the header's or the frame's)."""
+
+
+def human_size(n: int) -> str:
+    """9437184 -> '9 MiB', 9856614 -> '9.4 MiB': three significant figures in the largest unit."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n} bytes"
+
+
 # --- framing ---------------------------------------------------------------------------------
 
 
@@ -124,12 +136,24 @@ def _recv_exact(sock: socket.socket, size: int, deadline: float | None) -> bytea
 
 
 def recv_frame(
-    sock: socket.socket, *, max_bytes: int, deadline: float | None = None
+    sock: socket.socket, *, max_bytes: int, deadline: float | None = None, what: str = "frame"
 ) -> tuple[Any, bytearray]:
-    """Read one frame: (decoded JSON header, payload bytes). EOFError when the peer is gone."""
+    """Read one frame: (decoded JSON header, payload bytes). EOFError when the peer is gone.
+
+    A frame over `max_bytes`, or a header over MAX_HEADER_BYTES, is refused before it is read
+    (FrameTooLarge, naming the limit that was broken; `what` names the frame: "reply", ...).
+    """
     header_len, payload_len = PREFIX.unpack(_recv_exact(sock, PREFIX.size, deadline))
-    if header_len > min(max_bytes, MAX_HEADER_BYTES) or header_len + payload_len > max_bytes:
-        raise WireError(f"a frame of {header_len + payload_len} bytes is over the {max_bytes}-byte cap")
+    total = header_len + payload_len
+    if total > max_bytes:
+        raise FrameTooLarge(
+            f"a {human_size(total)} {what} is over the {human_size(max_bytes)} limit on a {what}"
+        )
+    if header_len > MAX_HEADER_BYTES:
+        raise FrameTooLarge(
+            f"a {human_size(header_len)} header is over the {human_size(MAX_HEADER_BYTES)} "
+            f"limit on a {what}'s header"
+        )
     raw = _recv_exact(sock, header_len, deadline)
     payload = _recv_exact(sock, payload_len, deadline)
     try:

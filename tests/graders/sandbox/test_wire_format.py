@@ -97,6 +97,22 @@ def test_a_frame_over_the_cap_is_refused_before_it_is_read() -> None:
             wire.recv_frame(b, max_bytes=1024)
 
 
+def test_a_refused_frame_names_the_limit_it_broke() -> None:
+    """A 9 MiB header under a 32 MiB frame cap breaks the 8 MiB header limit, and says so."""
+    a, b = socket.socketpair()
+    with a, b:
+        a.sendall(wire.PREFIX.pack(9 * 2**20, 0))
+        with pytest.raises(wire.WireError) as header:
+            wire.recv_frame(b, max_bytes=32 * 2**20)
+        a.sendall(wire.PREFIX.pack(100, 40 * 2**20))
+        with pytest.raises(wire.WireError) as frame:
+            wire.recv_frame(b, max_bytes=32 * 2**20)
+    assert "header" in str(header.value) and "8 MiB" in str(header.value), header.value
+    assert "9 MiB" in str(header.value) and "32 MiB" not in str(header.value), header.value
+    assert "32 MiB" in str(frame.value) and "header" not in str(frame.value), frame.value
+    assert "40 MiB" in str(frame.value), frame.value
+
+
 def test_an_unreadable_header_is_refused() -> None:
     a, b = socket.socketpair()
     with a, b:
