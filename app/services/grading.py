@@ -92,11 +92,11 @@ def grade_submission(
         session.commit()
 
 
-def log_isolation(limits: Limits) -> None:
+def log_isolation(limits: Limits, *, uid_base: int | None = None, uid_count: int | None = None) -> None:
     """Start the sandbox's fork server now and say which isolation layers are active, and why not."""
     from graders.runner import warm_up
 
-    layers = warm_up(limits)
+    layers = warm_up(limits, uid_base=uid_base, uid_count=uid_count)
     for layer, info in layers.items():
         # A user namespace only stands in for the uid drop: with the uid layer on, it is not needed.
         not_needed = layer == "userns" and layers.get("uid", {}).get("active")
@@ -144,7 +144,11 @@ class GradingQueue:
 
     def start_workers(self, workers: int) -> None:
         """Worker threads in this process; unfinished submissions from a previous run are queued again."""
-        log_isolation(self.settings.grader_limits())
+        log_isolation(
+            self.settings.grader_limits(),
+            uid_base=self.settings.sandbox_uid_base,
+            uid_count=self.settings.sandbox_uid_count,
+        )
         if not self.settings.redis_url:
             self.huey.flush()
             with Session(self.engine) as session:
@@ -168,7 +172,11 @@ class GradingQueue:
 
     def run_worker(self, workers: int) -> None:
         """A standalone worker process (`kvprep worker`): huey's consumer with its signal handling."""
-        log_isolation(self.settings.grader_limits())
+        log_isolation(
+            self.settings.grader_limits(),
+            uid_base=self.settings.sandbox_uid_base,
+            uid_count=self.settings.sandbox_uid_count,
+        )
         try:
             Consumer(self.huey, workers=workers, periodic=False, check_worker_health=True).run()
         finally:

@@ -11,7 +11,8 @@ Layers, in the order a child applies them (graders/sandbox/forkserver.py):
 - mountns  a new mount namespace: its temp folder is a size-capped tmpfs (disk_bytes); the
            fork server's own folder (its control socket) and /dev/shm (POSIX shared memory and
            named semaphores) are hidden under empty read-only tmpfs.
-- uid      as root: setgroups([]), then a uid/gid of its own (uid_base + worker slot).
+- uid      as root: setgroups([]), then a uid/gid of its own: the first uid of the block this
+           fork server claimed (graders/sandbox/uid_ranges.py) + the child's slot.
 - userns   as an ordinary user: the fork server runs in a user namespace (so it may create
            the namespaces above) and each child drops every capability it has there.
 - rlimits  CPU, address space, file size, open files, processes (uid mode), core dumps = 0.
@@ -472,9 +473,10 @@ class Plan:
     """What every child of one fork server applies; decided once, at start-up, by a probe."""
 
     root: bool
-    uid_base: int
+    uid_base: int  # the first uid of this server's claimed block (root only)
     hide: list[str]  # folders hidden under an empty tmpfs (the fork server's own)
     protected: list[str]  # project folders: never readable, removed from sys.path
+    uid_span: int = 0  # uids in that block: at most this many children at once
     landlock_abi: int = 0
     rules: list[LandlockRule] = field(default_factory=list)
     layers: dict[str, LayerStatus] = field(default_factory=dict)
