@@ -147,12 +147,18 @@ class Dims:
     n_heads: int
     max_len: int
     head_dim: int
+    dtype: torch.dtype = torch.float32
 
     def args(self) -> tuple[int, int, int, int, int]:
         return self.n_layers, self.batch, self.n_heads, self.max_len, self.head_dim
 
+    def kwargs(self) -> dict[str, Any]:
+        """The optional arguments, passed only when they are not the defaults (dtype, device)."""
+        return {} if self.dtype == torch.float32 else {"dtype": self.dtype, "device": "cpu"}
+
     def __str__(self) -> str:
-        return f"L={self.n_layers} B={self.batch} H={self.n_heads} max_len={self.max_len} hd={self.head_dim}"
+        dims = f"L={self.n_layers} B={self.batch} H={self.n_heads} max_len={self.max_len} hd={self.head_dim}"
+        return dims if self.dtype == torch.float32 else f"{dims} dtype={self.dtype}"
 
 
 @dataclass(frozen=True)
@@ -186,7 +192,10 @@ class _Rng:
         h = override.get("n_heads", dims.n_heads)
         hd = override.get("head_dim", dims.head_dim)
         shape = (b, h, n, hd)
-        return torch.randn(shape, generator=self.torch), torch.randn(shape, generator=self.torch)
+        return (
+            torch.randn(shape, generator=self.torch).to(dims.dtype),
+            torch.randn(shape, generator=self.torch).to(dims.dtype),
+        )
 
     def update(self, dims: Dims, layer: int, start: int, n: int) -> Update:
         return Update(layer, *self.kv(dims, n), start)
@@ -214,7 +223,7 @@ def _method(session: Session, cache: Handle, name: str, *args: Any, keep: bool =
 def _new_cache(session: Session, dims: Dims) -> Handle:
     if not session.has(ENTRY_POINT):
         raise Mismatch("define class KVCache at the top level of your file")
-    cache = session.call(ENTRY_POINT, *dims.args(), keep=True)
+    cache = session.call(ENTRY_POINT, *dims.args(), **dims.kwargs(), keep=True)
     if not isinstance(cache, Handle):  # pragma: no cover - keep=True always hands back a Handle
         raise Mismatch("KVCache(...) should build an object")
     return cache
@@ -229,8 +238,8 @@ def _replay(
 ) -> None:
     """Run the script on the submission, the reference and every variant; fail at the first difference."""
     cache = _new_cache(session, dims)
-    ref = KVCache(*dims.args())
-    suspects = [(name, cls(*dims.args())) for name, cls in variants]
+    ref = KVCache(*dims.args(), **dims.kwargs())
+    suspects = [(name, cls(*dims.args(), **dims.kwargs())) for name, cls in variants]
     for step, op in enumerate(script):
         if isinstance(op, Reorder):
             ref.reorder(op.beam_idx)
@@ -272,7 +281,7 @@ def _replay(
             if got.dtype != want.dtype:
                 raise Mismatch(
                     f"after {op}, {what} has dtype {got.dtype}: the cache should store the dtype it was "
-                    f"built with (torch.float32 by default)"
+                    f"built with ({dims.dtype}: KVCache(..., dtype=...), torch.float32 by default)"
                 )
             if not close(got, want):
                 message = f"step {step + 1}, {op}: {explain_difference(got, want, what)}"
@@ -310,7 +319,7 @@ def _test_views(report: CheckReport, session: Session, rng: _Rng, dims: Dims) ->
     box = session.new_dict(held)  # the returned pairs, still in the submission's process
     _method(session, cache, "update", overwrite.layer, overwrite.k, overwrite.v, overwrite.start)
     now = session.get(box)
-    ref = KVCache(*dims.args())
+    ref = KVCache(*dims.args(), **dims.kwargs())
     ref.update(first.layer, first.k, first.v, first.start)
     ref.update(second.layer, second.k, second.v, second.start)
     stale_k = ref.k[layer, :, :, : prompt + 1].clone()
@@ -360,9 +369,10 @@ def run(session: Session, seed: int | None = None) -> CheckReport:
     report = CheckReport()
     rng = _Rng(seed)
     py = rng.py
-    dims = Dims(
-        py.choice([2, 3]), py.choice([2, 3]), py.choice([2, 4]), py.randint(10, 14), py.choice([4, 8])
-    )
+    # Layers, batch, heads, head size and max_len all differ, so that any two of them read the
+    # wrong way round (in the signature or the buffer's shape) change a shape or a value.
+    n_layers, batch, n_heads = py.sample([2, 3, 4, 5], 3)
+    dims = Dims(n_layers, batch, n_heads, py.randint(10, 14), py.choice([6, 8]))
     prompt = py.randint(3, 5)
 
     def check(name: str, body: Callable[[], None]) -> None:
@@ -400,6 +410,12 @@ def run(session: Session, seed: int | None = None) -> CheckReport:
             raise
 
     check(f"a layer fills exactly to max_len={dims.max_len} (no growth, no error)", fills_to_max_len)
+
+    wide = Dims(*dims.args(), dtype=torch.float64)
+    check(
+        "KVCache(..., dtype=torch.float64, device='cpu') stores and returns float64",
+        lambda: _replay(report, session, wide, _decode_script(rng, wide, prompt, 1), []),
+    )
 
     end = dims.max_len - 1
     probes = [

@@ -8,6 +8,7 @@ bytes of every tensor and array in it, back to back. In the header a value is on
     {"$": "dict", "items": [[key, value], ...]}     (keys are strings or ints)
     {"$": "tensor" | "ndarray", "dtype": "float32", "shape": [2, 3], "offset": 0, "nbytes": 24}
     {"$": "handle", "id": 3, "attr": null}          (an object that stays in the child)
+    {"$": "torch.dtype", "name": "float64"}         (a torch dtype from the allow-list below)
 
 The grader decodes what a child sends with `torch.frombuffer` / `np.frombuffer` over fresh
 copies, after checking the dtype against an allow-list and the shape against the byte
@@ -219,6 +220,8 @@ class Encoder:
             return self._tensor(value)
         if issubclass(kind, _ndarray):
             return self._array(value)
+        if kind is torch.dtype and value in _TORCH_NAMES:  # an optional argument: KVCache(dtype=...)
+            return {"$": "torch.dtype", "name": _TORCH_NAMES[value]}
         if issubclass(kind, _generic) and self.keep is not None:
             item = _np_item(value)
             if type(item) in (bool, int, float):
@@ -300,6 +303,11 @@ def decode(
         return _decode_tensor(value, payload)
     if tag == "ndarray":
         return _decode_array(value, payload)
+    if tag == "torch.dtype":
+        dtype = TORCH_DTYPES.get(value.get("name"))  # type: ignore[arg-type]
+        if dtype is None:
+            raise WireError(f"dtype {value.get('name')!r} is not allowed")
+        return dtype
     items = value.get("items")
     if tag in ("list", "tuple"):
         if type(items) is not list:

@@ -82,6 +82,15 @@ def test_decoded_tensors_are_fresh_writable_copies() -> None:
     assert payload == bytearray(np.arange(2, dtype=np.float32).tobytes())
 
 
+def test_torch_dtypes_travel_by_name_from_the_allow_list() -> None:
+    header, parts = wire.encode([torch.float64, torch.bfloat16])
+    assert wire.decode(header, bytearray()) == [torch.float64, torch.bfloat16]
+    with pytest.raises(wire.WireError):
+        wire.decode({"$": "torch.dtype", "name": "complex128"}, bytearray())
+    with pytest.raises(wire.WireError):
+        wire.decode({"$": "torch.dtype", "name": "__class__"}, bytearray())
+
+
 def test_the_grader_refuses_to_send_objects() -> None:
     with pytest.raises(TypeError):
         wire.encode(object())
