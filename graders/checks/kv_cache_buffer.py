@@ -12,6 +12,12 @@ submission's process (keep=True, then held in a grader-made dict, because
 Session.get decodes dicts and tensors but not a bare tuple), a third update
 overwrites their positions, and reading them back must show the new values. A
 copy would still hold the old ones.
+
+That check runs on every replay, so that no update looks like the probe: every pair
+update returns is also kept in the submission's process (keep="both"), every decode
+script ends by writing its last position again (a rejected draft token), and at the end
+of each replay every pair returned since the last reorder is read back and must show the
+buffer as it is now.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import torch
 
 from graders.checks.report import CheckReport, Mismatch, close, explain_difference, run_test
 from graders.reference.kv_cache import KVCache
-from graders.sandbox.session import Handle, Session, SubmissionError
+from graders.sandbox.session import Handle, Keep, Session, SubmissionError
 
 SLUG = "kv-cache-buffer"
 ENTRY_POINT = "KVCache"
@@ -213,7 +219,7 @@ def _pair(value: Any, what: str) -> tuple[torch.Tensor, torch.Tensor]:
     return value[0], value[1]
 
 
-def _method(session: Session, cache: Handle, name: str, *args: Any, keep: bool = False) -> Any:
+def _method(session: Session, cache: Handle, name: str, *args: Any, keep: Keep = False) -> Any:
     try:
         return session.call(getattr(cache, name), *args, keep=keep)
     except AttributeError:
@@ -240,8 +246,10 @@ def _replay(
     cache = _new_cache(session, dims)
     ref = KVCache(*dims.args(), **dims.kwargs())
     suspects = [(name, cls(*dims.args(), **dims.kwargs())) for name, cls in variants]
+    held: list[tuple[Handle, Update, int]] = []  # each returned pair, still in the submission's process
     for step, op in enumerate(script):
         if isinstance(op, Reorder):
+            held = []  # reorder may rebind the buffers: earlier views need not see what follows
             ref.reorder(op.beam_idx)
             survivors = []
             for name, s in suspects:
@@ -261,7 +269,7 @@ def _replay(
             except (ValueError, IndexError, RuntimeError):
                 pass
         try:
-            result = _method(session, cache, "update", op.layer, op.k, op.v, op.start)
+            result = _method(session, cache, "update", op.layer, op.k, op.v, op.start, keep="both")
         except SubmissionError as exc:
             if not any(isinstance(earlier, Reorder) for earlier in script[:step]):
                 raise
@@ -271,6 +279,8 @@ def _replay(
                 f"reorder changed the shape of the cache, so it probably gathers along the wrong "
                 f"dimension (the batch is dim 0 of (B, H, T, hd))"
             ) from None
+        handle, result = result
+        held.append((handle, op, op.start + op.k.shape[2]))
         got_k, got_v = _pair(result, str(op))
         suspects = [
             suspect
@@ -290,12 +300,36 @@ def _replay(
                     message += f". It looks like {suspects[0][0]}"
                 raise Mismatch(message)
 
+    _expect_views(report, session, ref, held)
+
+
+def _expect_views(
+    report: CheckReport, session: Session, ref: KVCache, held: list[tuple[Handle, Update, int]]
+) -> None:
+    """Every pair update returned (since the last reorder), read again now, shows the buffer as it is."""
+    if not held:
+        return
+    box = session.new_dict({str(i): handle for i, (handle, _, _) in enumerate(held)})
+    now = session.get(box)
+    for i, (_, op, end) in enumerate(held):
+        got_k, got_v = _pair(now.get(str(i)) if isinstance(now, dict) else None, str(op))
+        want_k, want_v = ref.k[op.layer, :, :, :end], ref.v[op.layer, :, :, :end]
+        if close(got_k, want_k) and close(got_v, want_v):
+            continue
+        report.diagnose(COPY)
+        raise Mismatch(
+            f"the k_all returned by {op}, read again after the later updates, no longer matches the "
+            f"cache: {COPY} (slice the preallocated buffer, don't clone or cat)"
+        )
+
 
 def _decode_script(rng: _Rng, dims: Dims, prompt: int, steps: int) -> list[Update | Reorder]:
-    """Prefill every layer with `prompt` positions, then `steps` one-token updates on every layer."""
+    """Prefill every layer with `prompt` positions, then `steps` one-token updates on every layer,
+    then the last position written again on every layer (a rejected draft token replaced)."""
     script: list[Update | Reorder] = [rng.update(dims, layer, 0, prompt) for layer in range(dims.n_layers)]
     for t in range(prompt, prompt + steps):
         script += [rng.update(dims, layer, t, 1) for layer in range(dims.n_layers)]
+    script += [rng.update(dims, layer, prompt + steps - 1, 1) for layer in range(dims.n_layers)]
     return script
 
 
@@ -311,13 +345,15 @@ def _test_views(report: CheckReport, session: Session, rng: _Rng, dims: Dims) ->
         rng.update(dims, layer, 0, 2),
     )
     held = {
-        "first": _method(session, cache, "update", first.layer, first.k, first.v, first.start, keep=True),
+        "first": _method(session, cache, "update", first.layer, first.k, first.v, first.start, keep="both")[
+            0
+        ],
         "second": _method(
-            session, cache, "update", second.layer, second.k, second.v, second.start, keep=True
-        ),
+            session, cache, "update", second.layer, second.k, second.v, second.start, keep="both"
+        )[0],
     }
     box = session.new_dict(held)  # the returned pairs, still in the submission's process
-    _method(session, cache, "update", overwrite.layer, overwrite.k, overwrite.v, overwrite.start)
+    _method(session, cache, "update", overwrite.layer, overwrite.k, overwrite.v, overwrite.start, keep="both")
     now = session.get(box)
     ref = KVCache(*dims.args(), **dims.kwargs())
     ref.update(first.layer, first.k, first.v, first.start)
@@ -348,10 +384,10 @@ def _expect_value_error(
     cache = _new_cache(session, dims)
     if filled:
         k = torch.zeros(dims.batch, dims.n_heads, filled, dims.head_dim)
-        _method(session, cache, "update", 0, k, k, 0)
+        _method(session, cache, "update", 0, k, k, 0, keep="both")
     shapes = f"k {tuple(op.k.shape)} and v {tuple(op.v.shape)}"
     try:
-        _method(session, cache, "update", op.layer, op.k, op.v, op.start)
+        _method(session, cache, "update", op.layer, op.k, op.v, op.start, keep="both")
     except SubmissionError as exc:
         if exc.type_name == "ValueError":
             return

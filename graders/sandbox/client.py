@@ -35,7 +35,7 @@ from typing import Any
 import graders
 from graders.limits import Limits
 from graders.sandbox import wire
-from graders.sandbox.session import Handle, LimitExceeded, LoadError, SubmissionError
+from graders.sandbox.session import Handle, Keep, LimitExceeded, LoadError, SubmissionError
 
 log = logging.getLogger("graders.sandbox")
 
@@ -98,14 +98,14 @@ class SandboxSession:
     def has(self, name: str) -> bool:
         return bool(self._request({"op": "has", "name": name}))
 
-    def call(self, target: str | Handle, *args: Any, keep: bool = False, **kwargs: Any) -> Any:
+    def call(self, target: str | Handle, *args: Any, keep: Keep = False, **kwargs: Any) -> Any:
         encoder = wire.Encoder()
         header = {
             "op": "call",
             "target": target if isinstance(target, str) else encoder.encode(target),
             "args": encoder.encode(list(args)),
             "kwargs": encoder.encode(dict(kwargs)),
-            "keep": bool(keep),
+            "keep": keep if keep == "both" else bool(keep),
         }
         return self._request(header, encoder.parts)
 
