@@ -20,7 +20,8 @@ What it protects against
   a submission could tell apart from the others: every call's cache is handed over by the
   grader (fresh objects each time) and any of them may carry a changed row, so reading the
   cache only when a call "looks like the probe" fails (the decode-step, gqa-attention and
-  numpy-cached-generation batteries).
+  numpy-cached-generation batteries); kv-cache-buffer keeps every pair `update` returns and
+  reads them all back after later writes, so "returns views" is checked on every call.
 - Reading what it should not: Landlock lets it read only the Python installation
   (stdlib, site-packages minus our own packages, shared libraries) and write only its own
   temporary folder, so the project (graders/reference, questions/), the database, other
