@@ -93,6 +93,14 @@ class Settings(BaseSettings):
     lab_stale_s: float = 90.0
     # Lab runs per user per hour (a full run keeps a core busy for a minute or two).
     lab_runs_per_hour: int = 10
+    # As root each sandboxed child runs under a uid of its own, taken from these: uids
+    # sandbox_uid_base .. sandbox_uid_base + sandbox_uid_count - 1, none of them a real user's.
+    # Every fork server (one per web or `kvprep worker` process, so one per `--workers`
+    # process too) claims its own aligned block of 64 with a lock file in
+    # /run/kvprep-sandbox-uids (graders/sandbox/uid_ranges.py), so servers on one machine
+    # never share a uid (nor its RLIMIT_NPROC count): 1024 uids are 16 fork servers at once.
+    sandbox_uid_base: int = Field(default=61440, ge=1000, le=2**31 - 2**20)
+    sandbox_uid_count: int = Field(default=1024, ge=64, le=2**20)
 
     def grader_limits(self) -> Limits:
         """The sandbox limits these settings describe; one child per grading worker thread."""

@@ -100,6 +100,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             if getattr(app.state, "grading", None) is not None:
                 app.state.grading.stop()
+            if settings.grading_workers > 0:
+                # Here, not at exit: uvicorn ends a SIGTERM'd process by re-raising the signal,
+                # and atexit handlers never run (the fork server's folders would stay behind).
+                from graders.runner import shutdown as stop_sandbox
+
+                stop_sandbox()
             app.state.engine.dispose()
 
     app = FastAPI(

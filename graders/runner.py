@@ -40,9 +40,14 @@ _LIMIT_TESTS = {
 }
 
 
-def warm_up(limits: Limits | None = None) -> dict[str, Any]:
-    """Start the fork server (if it is not running) and return its isolation report."""
-    client = shared_client((limits or Limits()).worker_slots)
+def warm_up(
+    limits: Limits | None = None, *, uid_base: int | None = None, uid_count: int | None = None
+) -> dict[str, Any]:
+    """Start the fork server (if it is not running) and return its isolation report.
+
+    uid_base/uid_count: the uids its children may run under as root (app/config.py).
+    """
+    client = shared_client((limits or Limits()).worker_slots, uid_base=uid_base, uid_count=uid_count)
     client.ensure_started()
     return dict(client.isolation)
 

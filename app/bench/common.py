@@ -90,11 +90,14 @@ def wait_until_up(base: str, path: str, proc: subprocess.Popen[bytes], timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"the server at {base} exited with {proc.returncode}")
+        probe = Client(base)
         try:
-            Client(base).request("GET", path)
+            probe.request("GET", path)
             return
         except OSError:
             time.sleep(0.2)
+        finally:
+            probe.conn.close()
     proc.kill()
     raise RuntimeError(f"the server at {base} did not start")
 

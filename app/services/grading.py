@@ -105,11 +105,11 @@ def grade_submission(
         on_done(submission_id, {**result, "id": submission_id, "status": "done"})
 
 
-def log_isolation(limits: Limits) -> None:
+def log_isolation(limits: Limits, *, uid_base: int | None = None, uid_count: int | None = None) -> None:
     """Start the sandbox's fork server now and say which isolation layers are active, and why not."""
     from graders.runner import warm_up
 
-    layers = warm_up(limits)
+    layers = warm_up(limits, uid_base=uid_base, uid_count=uid_count)
     for layer, info in layers.items():
         # A user namespace only stands in for the uid drop: with the uid layer on, it is not needed.
         not_needed = layer == "userns" and layers.get("uid", {}).get("active")
@@ -194,7 +194,11 @@ class GradingQueue:
                 return
 
     def _start_consumer(self, workers: int) -> None:
-        log_isolation(self.settings.grader_limits())
+        log_isolation(
+            self.settings.grader_limits(),
+            uid_base=self.settings.sandbox_uid_base,
+            uid_count=self.settings.sandbox_uid_count,
+        )
         if not self.settings.redis_url:
             self._requeue_unfinished()
         poll = self.settings.queue_poll_s
@@ -224,8 +228,17 @@ class GradingQueue:
 
     def run_worker(self, workers: int) -> None:
         """A standalone worker process (`kvprep worker`): huey's consumer with its signal handling."""
-        log_isolation(self.settings.grader_limits())
-        Consumer(self.huey, workers=workers, periodic=False, check_worker_health=True).run()
+        log_isolation(
+            self.settings.grader_limits(),
+            uid_base=self.settings.sandbox_uid_base,
+            uid_count=self.settings.sandbox_uid_count,
+        )
+        try:
+            Consumer(self.huey, workers=workers, periodic=False, check_worker_health=True).run()
+        finally:
+            from graders.runner import shutdown as stop_sandbox
+
+            stop_sandbox()  # its temporary folders go with it, whatever signal ended the consumer
 
     def stop(self) -> None:
         self._stopping.set()

@@ -2,9 +2,17 @@
 
 The cache is a dict that lives in the submission's process (a Handle here); after t
 steps cache["k"] and cache["v"] must hold (B, n_heads, t, hd). Every output must equal
-row t-1 of the full causal forward pass. The probes interleave sequences with separate
-caches, hand `step` a cache the grader built, and overwrite a cached row to prove the
-past is read from the cache and nowhere else.
+row t-1 of the full causal forward pass. The tests interleave sequences with separate
+caches, hand `step` a cache the grader built, and change a cached row to prove the past
+is read from the cache and nowhere else.
+
+Every call is a possible probe. Before each step on a non-empty cache the grader writes
+cache["k"] and cache["v"] itself (setitem: new tensors every time, so "is this still the
+tensor I stored?" tells a submission nothing), and about one call in three, in every
+test, at a random step and position, what it writes has one position changed; the
+output is then compared with the reference over exactly what was handed. A submission
+that reads the cache only when a call looks like a probe (a known row changed, a dict it
+did not fill) cannot tell which calls are probes without reading the cache.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
+import numpy as np
 import torch
 
 from graders.checks.attention_common import (
@@ -46,7 +55,7 @@ CACHE_LAYOUT = (2, 3, 32, 4)
 INTERLEAVED = (3, 2, 4, 32, 4)  # sequences, B, steps each, d, n_heads
 GRADER_BUILT = (3, 5, 48, 3)  # B, cached tokens, d, n_heads
 CORRUPTED = (2, 4, 32, 4)  # B, tokens stepped before the corruption, d, n_heads
-CORRUPT_ROW = 1
+CHANGE_RATE = 1 / 3  # the share of calls, in every test, whose cache has one position changed
 
 NOT_APPENDED = (
     "the new key and value are appended after the scores are taken: append them first, "
@@ -79,6 +88,10 @@ GLOBAL_STATE = (
     "the step ignored a change to the cached keys and values: read the past only from cache['k'] "
     "and cache['v'], not from anything kept between calls"
 )
+
+
+class _IgnoredChange(Mismatch):
+    """The output did not move when the grader changed the cached past: it came from elsewhere."""
 
 
 def step_variants(
@@ -119,6 +132,8 @@ def _cache_tensor(cache: Any, key: str, after: str) -> torch.Tensor:
         raise Mismatch(
             f"{after}, the cache has no {key!r} entry: store the keys and values in cache['k'], cache['v']"
         )
+    if isinstance(cache[key], np.ndarray):  # the grader writes tensors in; the next step cats onto them
+        raise Mismatch(f"{after}, cache[{key!r}] is a NumPy array: keep the cache as torch tensors")
     return decode_tensor(cache[key], f"{after}, cache[{key!r}]")
 
 
@@ -164,13 +179,48 @@ class _Sequence:
         self.y = causal_self_attention(x64, wq64, wo64, h).float()  # (B, T, d)
         self.kv = prefill_cache(x64, wq64, h)  # k, v (B, h, T, hd), float64
 
+        # Which steps get a changed past, and the changed position's new key and value,
+        # drawn now so that a seed fixes them: step i -> (position, k row, v row).
+        self.changes: dict[int, tuple[int, torch.Tensor, torch.Tensor]] = {}
+        for i in range(1, T):
+            if float(torch.rand((), generator=gen)) < CHANGE_RATE:
+                self.change(gen, i)
+
+    def change(self, gen: torch.Generator, i: int) -> None:
+        """Step i gets a past with one random position changed (i >= 1)."""
+        B, _, d = self.x.shape
+        hd = d // self.h
+        row = int(torch.randint(0, i, (), generator=gen))
+        self.changes[i] = (row, randn(gen, B, self.h, hd).double(), randn(gen, B, self.h, hd).double() * 3)
+
     def token(self, i: int) -> torch.Tensor:
         return self.x[:, i : i + 1]  # (B, 1, d)
 
     def cache_after(self, t: int) -> dict[str, torch.Tensor]:
         return {key: value[:, :, :t].float() for key, value in self.kv.items()}
 
+    def past(self, i: int) -> dict[str, torch.Tensor]:
+        """What the cache holds before step i, float32 as handed: the true past, or the changed one."""
+        past = {key: value[:, :, :i].clone() for key, value in self.kv.items()}  # float64
+        if i in self.changes:
+            row, k_row, v_row = self.changes[i]
+            past["k"][:, :, row], past["v"][:, :, row] = k_row, v_row
+        return {key: value.float() for key, value in past.items()}
+
+    def cache_after_step(self, i: int) -> dict[str, torch.Tensor]:
+        """What the cache must hold after step i: the past it was handed plus the new key and value."""
+        past = self.past(i)
+        return {key: torch.cat([past[key], self.kv[key][:, :, i : i + 1].float()], dim=2) for key in past}
+
+    def hand(self, session: Session, cache: Handle, i: int) -> None:
+        """Write the past of step i into the submission's cache (nothing before the first step)."""
+        if i > 0:
+            past = self.past(i)
+            session.setitem(cache, "k", past["k"])
+            session.setitem(cache, "v", past["v"])
+
     def call(self, session: Session, i: int, cache: Handle) -> Any:
+        self.hand(session, cache, i)
         return session.call(ENTRY_POINT, self.token(i), self.w_qkv, self.w_o, self.h, cache)
 
     def compare_step(
@@ -181,7 +231,25 @@ class _Sequence:
         want: torch.Tensor | None = None,
         what: str = "",
     ) -> Comparison:
-        """Step i's output against row i (or `want`, for a changed past (float64) `past`)."""
+        """Step i's output against row i (or `want`, for a changed past (float64) `past`).
+
+        A step whose past the grader changed (self.changes) is compared with the reference
+        over that changed past, and an output that did not move at all is _IgnoredChange.
+        """
+        what = what or f"output of step {i + 1}"
+        if want is None and past is None and i in self.changes:
+            got = decode_tensor(got, what)
+            row = self.changes[i][0]
+            past = {key: value.double() for key, value in self.past(i).items()}
+            want = reference_step(
+                self.token(i).double(), self.w_qkv.double(), self.w_o.double(), self.h, dict(past)
+            ).float()
+            if close(got, self.y[:, i : i + 1]) and not close(want, self.y[:, i : i + 1]):
+                raise _IgnoredChange(
+                    f"the grader changed position {row} of cache['k'] and cache['v'] before step {i + 1}, "
+                    f"and the step still returned the unchanged output. Likely cause: {GLOBAL_STATE}"
+                )
+            what += f" (the grader had changed cached position {row})"
         past64 = {key: value[:, :, :i] for key, value in self.kv.items()} if past is None else past
 
         def variants() -> list[Variant]:
@@ -195,10 +263,14 @@ class _Sequence:
             )
 
         target = self.y[:, i : i + 1] if want is None else want
-        return compare(got, target, what or f"output of step {i + 1}", variants)
+        return compare(got, target, what, variants)
 
     def expect_step(self, report: CheckReport, got: Any, i: int, **kwargs: Any) -> None:
-        result = self.compare_step(got, i, **kwargs)
+        try:
+            result = self.compare_step(got, i, **kwargs)
+        except _IgnoredChange:
+            report.diagnose(GLOBAL_STATE)
+            raise
         if not result.ok:
             fail(report, result, result.matches[0] if result.matches else ())
 
@@ -209,6 +281,9 @@ def _run_steps(report: CheckReport, steps: Sequence[Callable[[], Comparison]], h
     for run_step in steps:
         try:
             evidence.add(run_step())
+        except _IgnoredChange:
+            report.diagnose(GLOBAL_STATE)
+            raise
         except (Mismatch, SubmissionError):
             if not evidence.failed:
                 raise
@@ -240,7 +315,7 @@ def _cache_layout_test(session: Session, report: CheckReport, gen: torch.Generat
         cache = session.new_dict()
         for i in range(T):
             seq.call(session, i, cache)
-            expect_cache(report, session.get(cache), seq.cache_after(i + 1), f"after step {i + 1}")
+            expect_cache(report, session.get(cache), seq.cache_after_step(i), f"after step {i + 1}")
 
     return body
 
@@ -267,7 +342,7 @@ def _grader_built_test(session: Session, report: CheckReport, gen: torch.Generat
     seq = _Sequence(gen, B, P + 1, d, h)
 
     def body() -> None:
-        cache = session.new_dict(seq.cache_after(P))
+        cache = session.new_dict()  # filled like every other call's (Sequence.hand)
         with submission_context(
             f"given a cache the grader built: cache['k'] and cache['v'] of {P} tokens, "
             f"each (B, n_heads, t, hd) = {tuple(seq.cache_after(P)['k'].shape)}"
@@ -275,39 +350,21 @@ def _grader_built_test(session: Session, report: CheckReport, gen: torch.Generat
             got = seq.call(session, P, cache)
         seq.expect_step(report, got, P)
         expect_cache(
-            report, session.get(cache), seq.cache_after(P + 1), f"after continuing a {P}-token cache"
+            report, session.get(cache), seq.cache_after_step(P), f"after continuing a {P}-token cache"
         )
 
     return body
 
 
 def _corrupted_cache_test(session: Session, report: CheckReport, gen: torch.Generator) -> Callable[[], None]:
+    """Like every other test, with one change guaranteed: the last step's past has a position changed."""
     B, P, d, h = CORRUPTED
     seq = _Sequence(gen, B, P + 1, d, h)
-    changed = {key: value[:, :, :P].clone() for key, value in seq.kv.items()}  # float64
-    hd = d // h
-    changed["k"][:, :, CORRUPT_ROW] = randn(gen, B, h, hd).double()
-    changed["v"][:, :, CORRUPT_ROW] = randn(gen, B, h, hd).double() * 3
-
-    # The reference step over the changed past.
-    want = reference_step(
-        seq.token(P).double(), seq.w_qkv.double(), seq.w_o.double(), h, dict(changed)
-    ).float()
+    seq.change(gen, P)
 
     def body() -> None:
         cache = session.new_dict()
-        for i in range(P):
-            seq.call(session, i, cache)
-        for key in ("k", "v"):
-            session.setitem(cache, key, changed[key].float())
-        got = decode_tensor(seq.call(session, P, cache), f"output of step {P + 1}")
-        if close(got, seq.y[:, P : P + 1]):
-            report.diagnose(GLOBAL_STATE)
-            raise Mismatch(
-                f"after the grader replaced row {CORRUPT_ROW} of cache['k'] and cache['v'], "
-                f"step {P + 1} still returned the unchanged output. Likely cause: {GLOBAL_STATE}"
-            )
-        seq.expect_step(report, got, P, past=changed, want=want)
+        _run_steps(report, [partial(_one_step, session, seq, i, cache) for i in range(P + 1)])
 
     return body
 

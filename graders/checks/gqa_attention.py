@@ -5,12 +5,20 @@ random state dict (q.weight, kv.weight, o.weight, strict) and compares every out
 every returned cache with graders/reference/gqa.py: prefill, token-by-token decoding and
 chunked prefill on top of a cache, for GQA, MHA (n_kv == n_q) and MQA (n_kv == 1). The
 probes hand it a cache the grader built, change a cached row, and change future tokens.
+
+Every call with a cache is a possible probe: the cache passed in is always the grader's
+own (the reference's, never the one the module returned, so "is this what I returned?"
+tells a submission nothing), and about one call in three, in every test, at a random
+position, it has one cached position changed; the output is then compared with the
+reference over exactly that cache. A module that reads the cache only when a call looks
+like a probe cannot tell which calls are probes without reading the cache.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
 
@@ -49,7 +57,8 @@ DECODE_PROMPT, DECODE_STEPS = 4, 3
 CHUNKS = (3, 4, 2)  # chunked prefill: the first chunk on an empty cache, the rest on top of it
 GRADER_CACHE = (5, 2)  # cached positions, new positions
 CAUSALITY_T, CAUSALITY_FROM = 8, 5
-CORRUPT_PROMPT, CORRUPT_ROW = 4, 1
+CORRUPT_PROMPT = 4
+CHANGE_RATE = 1 / 3  # the share of calls with a cache, in every test, whose cache has a position changed
 
 CACHE_AFTER_REPEAT = (
     "the cache keeps n_q heads: repeat after caching, not before (store k and v with n_kv heads; "
@@ -272,6 +281,62 @@ def cache_variants(want: torch.Tensor, other: torch.Tensor, n_q: int, new: int) 
     return variants
 
 
+@dataclass(frozen=True)
+class _Change:
+    """One cached position the grader overwrites before a call: k and v rows (B, n_kv, hd)."""
+
+    row: int
+    k: torch.Tensor
+    v: torch.Tensor
+
+
+def _draw_change(gen: torch.Generator, layer: _Layer, S: int, *, always: bool = False) -> _Change | None:
+    """A change of one of S cached positions, for about CHANGE_RATE of the calls (or always)."""
+    if not always and float(torch.rand((), generator=gen)) >= CHANGE_RATE:
+        return None
+    row = int(torch.randint(0, S, (), generator=gen))
+    shape = (layer.B, layer.n_kv, layer.hd)
+    return _Change(row, randn(gen, *shape), randn(gen, *shape, scale=3.0))
+
+
+def _hand(past: KVCache, change: _Change | None) -> KVCache:
+    """The cache the grader passes in: the true past as float32, with the change written in."""
+    k, v = past[0].float().clone(), past[1].float().clone()
+    if change is not None:
+        k[:, :, change.row], v[:, :, change.row] = change.k, change.v
+    return k, v
+
+
+def _call_on_cache(
+    session: Session,
+    report: CheckReport,
+    layer: _Layer,
+    module: Handle,
+    x: torch.Tensor,
+    past: KVCache,
+    change: _Change | None,
+    what: str,
+    hint: str = "",
+) -> tuple[KVCache, tuple[torch.Tensor, torch.Tensor]]:
+    """forward(x, cache) with the grader's cache (the true `past`, maybe changed); checks y.
+
+    Returns the cache handed in and the one the module returned."""
+    handed = _hand(past, change)
+    y, returned = layer.forward(session, module, x, handed, hint)
+    if change is not None:
+        what += f" (the grader had changed cached position {change.row})"
+        got = decode_tensor(y, "y")
+        unchanged = layer.reference(x, _hand(past, None))[0].float()
+        if close(got, unchanged) and not close(layer.reference(x, handed)[0].float(), unchanged):
+            report.diagnose(KEPT_STATE)
+            raise Mismatch(
+                f"after the grader changed position {change.row} of the cache it passed in, "
+                f"y was unchanged. Likely cause: {KEPT_STATE}"
+            )
+    layer.expect_output(report, y, x, handed, what)
+    return handed, returned
+
+
 def _prefill_test(
     session: Session, report: CheckReport, layer: _Layer, gen: torch.Generator
 ) -> Callable[[], None]:
@@ -290,14 +355,15 @@ def _cache_test(
 ) -> Callable[[], None]:
     x = layer.tokens(gen, PREFILL_T + 1)
     _, want_prefill = layer.reference(x[:, :PREFILL_T])
-    _, want_step = layer.reference(x)
+    change = _draw_change(gen, layer, PREFILL_T)
 
     def body() -> None:
         module = layer.build(session)
         _, cache = layer.forward(session, module, x[:, :PREFILL_T])
         layer.expect_cache(report, cache, want_prefill, PREFILL_T, f"after a {PREFILL_T}-token prefill")
-        _, cache = layer.forward(session, module, x[:, PREFILL_T:], cache)
-        layer.expect_cache(report, cache, want_step, 1, "after one more token")
+        step = x[:, PREFILL_T:]
+        handed, cache = _call_on_cache(session, report, layer, module, step, want_prefill, change, "y")
+        layer.expect_cache(report, cache, layer.reference(step, handed)[1], 1, "after one more token")
 
     return body
 
@@ -308,20 +374,26 @@ def _chunks_test(
     """Feed x in chunks, passing back the returned cache; every output row must match the full pass."""
     ends = list(itertools.accumulate(chunks))
     x = layer.tokens(gen, ends[-1])
-    # The right cache after each chunk: what a correct submission would pass back in.
+    # The right cache after each chunk: what the grader passes in with the next one.
     true_caches = [layer.reference(x[:, :end])[1] for end in ends]
+    changes = [None] + [_draw_change(gen, layer, end) for end in ends[:-1]]
 
     def body() -> None:
         module = layer.build(session)
-        cache: KVCache | None = None
         for i, (size, end) in enumerate(zip(chunks, ends, strict=True)):
             start = end - size
             chunk = x[:, start:end]
-            past = None if i == 0 else true_caches[i - 1]
-            on_top = f" on top of a {start}-position cache" if start else ""
-            y, cache = layer.forward(session, module, chunk, cache)
-            layer.expect_output(report, y, chunk, past, f"y for positions {start}..{end - 1}{on_top}")
-            layer.expect_cache(report, cache, true_caches[i], size, f"after {end} positions")
+            what = f"y for positions {start}..{end - 1}"
+            if i == 0:
+                y, cache = layer.forward(session, module, chunk)
+                layer.expect_output(report, y, chunk, None, what)
+                want = true_caches[0]
+            else:
+                what += f" on top of a {start}-position cache"
+                past = true_caches[i - 1]
+                handed, cache = _call_on_cache(session, report, layer, module, chunk, past, changes[i], what)
+                want = true_caches[i] if changes[i] is None else layer.reference(chunk, handed)[1]
+            layer.expect_cache(report, cache, want, size, f"after {end} positions")
 
     return body
 
@@ -349,25 +421,16 @@ def _grader_cache_test(
 def _corrupted_cache_test(
     session: Session, report: CheckReport, layer: _Layer, gen: torch.Generator
 ) -> Callable[[], None]:
+    """Like every call on a cache, with the change guaranteed (at a random position)."""
     P = CORRUPT_PROMPT
     x = layer.tokens(gen, P + 1)
-    y_full, _ = layer.reference(x)
-    _, (k, v) = layer.reference(x[:, :P])
-    k, v = k.float().clone(), v.float().clone()
-    k[:, :, CORRUPT_ROW] = randn(gen, layer.B, layer.n_kv, layer.hd)
-    v[:, :, CORRUPT_ROW] = randn(gen, layer.B, layer.n_kv, layer.hd, scale=3.0)
+    _, past = layer.reference(x[:, :P])
+    change = _draw_change(gen, layer, P, always=True)
 
     def body() -> None:
         module = layer.build(session)
         layer.forward(session, module, x[:, :P])
-        y, _ = layer.forward(session, module, x[:, P:], (k, v))
-        if isinstance(y, torch.Tensor) and close(y, y_full[:, P:].float()):
-            report.diagnose(KEPT_STATE)
-            raise Mismatch(
-                f"after the grader changed position {CORRUPT_ROW} of the cache it passed in, "
-                f"y was unchanged. Likely cause: {KEPT_STATE}"
-            )
-        layer.expect_output(report, y, x[:, P:], (k, v), "y on the changed cache")
+        _call_on_cache(session, report, layer, module, x[:, P:], past, change, "y on the changed cache")
 
     return body
 

@@ -12,6 +12,12 @@ submission's process (keep=True, then held in a grader-made dict, because
 Session.get decodes dicts and tensors but not a bare tuple), a third update
 overwrites their positions, and reading them back must show the new values. A
 copy would still hold the old ones.
+
+That check runs on every replay, so that no update looks like the probe: every pair
+update returns is also kept in the submission's process (keep="both"), every decode
+script ends by writing its last position again (a rejected draft token), and at the end
+of each replay every pair returned since the last reorder is read back and must show the
+buffer as it is now.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import torch
 
 from graders.checks.report import CheckReport, Mismatch, close, explain_difference, run_test
 from graders.reference.kv_cache import KVCache
-from graders.sandbox.session import Handle, Session, SubmissionError
+from graders.sandbox.session import Handle, Keep, Session, SubmissionError
 
 SLUG = "kv-cache-buffer"
 ENTRY_POINT = "KVCache"
@@ -147,12 +153,18 @@ class Dims:
     n_heads: int
     max_len: int
     head_dim: int
+    dtype: torch.dtype = torch.float32
 
     def args(self) -> tuple[int, int, int, int, int]:
         return self.n_layers, self.batch, self.n_heads, self.max_len, self.head_dim
 
+    def kwargs(self) -> dict[str, Any]:
+        """The optional arguments, passed only when they are not the defaults (dtype, device)."""
+        return {} if self.dtype == torch.float32 else {"dtype": self.dtype, "device": "cpu"}
+
     def __str__(self) -> str:
-        return f"L={self.n_layers} B={self.batch} H={self.n_heads} max_len={self.max_len} hd={self.head_dim}"
+        dims = f"L={self.n_layers} B={self.batch} H={self.n_heads} max_len={self.max_len} hd={self.head_dim}"
+        return dims if self.dtype == torch.float32 else f"{dims} dtype={self.dtype}"
 
 
 @dataclass(frozen=True)
@@ -186,7 +198,10 @@ class _Rng:
         h = override.get("n_heads", dims.n_heads)
         hd = override.get("head_dim", dims.head_dim)
         shape = (b, h, n, hd)
-        return torch.randn(shape, generator=self.torch), torch.randn(shape, generator=self.torch)
+        return (
+            torch.randn(shape, generator=self.torch).to(dims.dtype),
+            torch.randn(shape, generator=self.torch).to(dims.dtype),
+        )
 
     def update(self, dims: Dims, layer: int, start: int, n: int) -> Update:
         return Update(layer, *self.kv(dims, n), start)
@@ -204,7 +219,7 @@ def _pair(value: Any, what: str) -> tuple[torch.Tensor, torch.Tensor]:
     return value[0], value[1]
 
 
-def _method(session: Session, cache: Handle, name: str, *args: Any, keep: bool = False) -> Any:
+def _method(session: Session, cache: Handle, name: str, *args: Any, keep: Keep = False) -> Any:
     try:
         return session.call(getattr(cache, name), *args, keep=keep)
     except AttributeError:
@@ -214,7 +229,7 @@ def _method(session: Session, cache: Handle, name: str, *args: Any, keep: bool =
 def _new_cache(session: Session, dims: Dims) -> Handle:
     if not session.has(ENTRY_POINT):
         raise Mismatch("define class KVCache at the top level of your file")
-    cache = session.call(ENTRY_POINT, *dims.args(), keep=True)
+    cache = session.call(ENTRY_POINT, *dims.args(), **dims.kwargs(), keep=True)
     if not isinstance(cache, Handle):  # pragma: no cover - keep=True always hands back a Handle
         raise Mismatch("KVCache(...) should build an object")
     return cache
@@ -229,10 +244,12 @@ def _replay(
 ) -> None:
     """Run the script on the submission, the reference and every variant; fail at the first difference."""
     cache = _new_cache(session, dims)
-    ref = KVCache(*dims.args())
-    suspects = [(name, cls(*dims.args())) for name, cls in variants]
+    ref = KVCache(*dims.args(), **dims.kwargs())
+    suspects = [(name, cls(*dims.args(), **dims.kwargs())) for name, cls in variants]
+    held: list[tuple[Handle, Update, int]] = []  # each returned pair, still in the submission's process
     for step, op in enumerate(script):
         if isinstance(op, Reorder):
+            held = []  # reorder may rebind the buffers: earlier views need not see what follows
             ref.reorder(op.beam_idx)
             survivors = []
             for name, s in suspects:
@@ -252,7 +269,7 @@ def _replay(
             except (ValueError, IndexError, RuntimeError):
                 pass
         try:
-            result = _method(session, cache, "update", op.layer, op.k, op.v, op.start)
+            result = _method(session, cache, "update", op.layer, op.k, op.v, op.start, keep="both")
         except SubmissionError as exc:
             if not any(isinstance(earlier, Reorder) for earlier in script[:step]):
                 raise
@@ -262,6 +279,8 @@ def _replay(
                 f"reorder changed the shape of the cache, so it probably gathers along the wrong "
                 f"dimension (the batch is dim 0 of (B, H, T, hd))"
             ) from None
+        handle, result = result
+        held.append((handle, op, op.start + op.k.shape[2]))
         got_k, got_v = _pair(result, str(op))
         suspects = [
             suspect
@@ -272,7 +291,7 @@ def _replay(
             if got.dtype != want.dtype:
                 raise Mismatch(
                     f"after {op}, {what} has dtype {got.dtype}: the cache should store the dtype it was "
-                    f"built with (torch.float32 by default)"
+                    f"built with ({dims.dtype}: KVCache(..., dtype=...), torch.float32 by default)"
                 )
             if not close(got, want):
                 message = f"step {step + 1}, {op}: {explain_difference(got, want, what)}"
@@ -281,12 +300,36 @@ def _replay(
                     message += f". It looks like {suspects[0][0]}"
                 raise Mismatch(message)
 
+    _expect_views(report, session, ref, held)
+
+
+def _expect_views(
+    report: CheckReport, session: Session, ref: KVCache, held: list[tuple[Handle, Update, int]]
+) -> None:
+    """Every pair update returned (since the last reorder), read again now, shows the buffer as it is."""
+    if not held:
+        return
+    box = session.new_dict({str(i): handle for i, (handle, _, _) in enumerate(held)})
+    now = session.get(box)
+    for i, (_, op, end) in enumerate(held):
+        got_k, got_v = _pair(now.get(str(i)) if isinstance(now, dict) else None, str(op))
+        want_k, want_v = ref.k[op.layer, :, :, :end], ref.v[op.layer, :, :, :end]
+        if close(got_k, want_k) and close(got_v, want_v):
+            continue
+        report.diagnose(COPY)
+        raise Mismatch(
+            f"the k_all returned by {op}, read again after the later updates, no longer matches the "
+            f"cache: {COPY} (slice the preallocated buffer, don't clone or cat)"
+        )
+
 
 def _decode_script(rng: _Rng, dims: Dims, prompt: int, steps: int) -> list[Update | Reorder]:
-    """Prefill every layer with `prompt` positions, then `steps` one-token updates on every layer."""
+    """Prefill every layer with `prompt` positions, then `steps` one-token updates on every layer,
+    then the last position written again on every layer (a rejected draft token replaced)."""
     script: list[Update | Reorder] = [rng.update(dims, layer, 0, prompt) for layer in range(dims.n_layers)]
     for t in range(prompt, prompt + steps):
         script += [rng.update(dims, layer, t, 1) for layer in range(dims.n_layers)]
+    script += [rng.update(dims, layer, prompt + steps - 1, 1) for layer in range(dims.n_layers)]
     return script
 
 
@@ -302,15 +345,17 @@ def _test_views(report: CheckReport, session: Session, rng: _Rng, dims: Dims) ->
         rng.update(dims, layer, 0, 2),
     )
     held = {
-        "first": _method(session, cache, "update", first.layer, first.k, first.v, first.start, keep=True),
+        "first": _method(session, cache, "update", first.layer, first.k, first.v, first.start, keep="both")[
+            0
+        ],
         "second": _method(
-            session, cache, "update", second.layer, second.k, second.v, second.start, keep=True
-        ),
+            session, cache, "update", second.layer, second.k, second.v, second.start, keep="both"
+        )[0],
     }
     box = session.new_dict(held)  # the returned pairs, still in the submission's process
-    _method(session, cache, "update", overwrite.layer, overwrite.k, overwrite.v, overwrite.start)
+    _method(session, cache, "update", overwrite.layer, overwrite.k, overwrite.v, overwrite.start, keep="both")
     now = session.get(box)
-    ref = KVCache(*dims.args())
+    ref = KVCache(*dims.args(), **dims.kwargs())
     ref.update(first.layer, first.k, first.v, first.start)
     ref.update(second.layer, second.k, second.v, second.start)
     stale_k = ref.k[layer, :, :, : prompt + 1].clone()
@@ -339,10 +384,10 @@ def _expect_value_error(
     cache = _new_cache(session, dims)
     if filled:
         k = torch.zeros(dims.batch, dims.n_heads, filled, dims.head_dim)
-        _method(session, cache, "update", 0, k, k, 0)
+        _method(session, cache, "update", 0, k, k, 0, keep="both")
     shapes = f"k {tuple(op.k.shape)} and v {tuple(op.v.shape)}"
     try:
-        _method(session, cache, "update", op.layer, op.k, op.v, op.start)
+        _method(session, cache, "update", op.layer, op.k, op.v, op.start, keep="both")
     except SubmissionError as exc:
         if exc.type_name == "ValueError":
             return
@@ -360,9 +405,10 @@ def run(session: Session, seed: int | None = None) -> CheckReport:
     report = CheckReport()
     rng = _Rng(seed)
     py = rng.py
-    dims = Dims(
-        py.choice([2, 3]), py.choice([2, 3]), py.choice([2, 4]), py.randint(10, 14), py.choice([4, 8])
-    )
+    # Layers, batch, heads, head size and max_len all differ, so that any two of them read the
+    # wrong way round (in the signature or the buffer's shape) change a shape or a value.
+    n_layers, batch, n_heads = py.sample([2, 3, 4, 5], 3)
+    dims = Dims(n_layers, batch, n_heads, py.randint(10, 14), py.choice([6, 8]))
     prompt = py.randint(3, 5)
 
     def check(name: str, body: Callable[[], None]) -> None:
@@ -400,6 +446,12 @@ def run(session: Session, seed: int | None = None) -> CheckReport:
             raise
 
     check(f"a layer fills exactly to max_len={dims.max_len} (no growth, no error)", fills_to_max_len)
+
+    wide = Dims(*dims.args(), dtype=torch.float64)
+    check(
+        "KVCache(..., dtype=torch.float64, device='cpu') stores and returns float64",
+        lambda: _replay(report, session, wide, _decode_script(rng, wide, prompt, 1), []),
+    )
 
     end = dims.max_len - 1
     probes = [

@@ -16,11 +16,27 @@ What it protects against
   checks (the fork server never imports them, so they are not in the memory it forks), and
   nothing it prints, returns, patches (torch.allclose, __eq__, tensor subclasses) or exits
   with is trusted: the comparison happens in a process it never ran in.
+- Fooling a probe. A check that decides "reads the past from the cache" never uses a call
+  a submission could tell apart from the others: every call's cache is handed over by the
+  grader (fresh objects each time) and any of them may carry a changed row, so reading the
+  cache only when a call "looks like the probe" fails (the decode-step, gqa-attention and
+  numpy-cached-generation batteries); kv-cache-buffer keeps every pair `update` returns and
+  reads them all back after later writes, so "returns views" is checked on every call.
 - Reading what it should not: Landlock lets it read only the Python installation
   (stdlib, site-packages minus our own packages, shared libraries) and write only its own
   temporary folder, so the project (graders/reference, questions/), the database, other
   submissions' folders and /etc/shadow are out of reach; as root it also runs under a uid
-  of its own with no groups.
+  of its own with no groups, from a block of uids that its fork server alone holds
+  (graders/sandbox/uid_ranges.py: one flock'd claim per block), so two servers or the
+  processes of `kvprep serve --workers N` on one machine never share a uid or its
+  RLIMIT_NPROC count.
+- Leaving something behind, or finding what another left: each child has its own IPC
+  namespace, so SysV shared memory, message queues, semaphore sets and POSIX message queues
+  it makes vanish with it and the host's (or an earlier submission's) are out of sight;
+  seccomp refuses those calls as well (a second wall where IPC namespaces are missing), and
+  /dev/shm (POSIX shared memory) is an empty read-only folder in its mount namespace and
+  out of Landlock's grant. Its temporary folder is its own tmpfs, gone with its mount
+  namespace; the server's own folders go when the app stops (also on SIGTERM).
 - Starting processes, running programs, opening sockets (not even unix ones: a database's
   socket file is reachable whatever the network namespace), ptrace and similar (seccomp, a
   network namespace, Landlock's TCP rules); anything it might still have started dies with
@@ -41,8 +57,11 @@ What it does not protect against
   fork server starts) says which are active and why the others are not; without Landlock
   an unprivileged sandbox can read whatever the user can (/proc included), without a mount
   namespace the temp folder has no total size cap, without seccomp it can connect to any
-  unix socket file its uid may open, and without seccomp and a PID namespace a detached
-  process could outlive the submission.
+  unix socket file its uid may open, without seccomp and a PID namespace a detached
+  process could outlive the submission, and without seccomp and an IPC namespace SysV
+  objects it makes outlive it.
+- Unprivileged, every child shares the user's uid (in a user namespace), so RLIMIT_NPROC
+  is not applied and no uid block is claimed; the namespaces still keep children apart.
 - Memory outside its address space: files in its tmpfs (capped by disk_bytes) and up to
   open_files memfds of file_size_bytes each are page cache, not RLIMIT_AS.
 """

@@ -35,7 +35,7 @@ from typing import Any
 import graders
 from graders.limits import Limits
 from graders.sandbox import wire
-from graders.sandbox.session import Handle, LimitExceeded, LoadError, SubmissionError
+from graders.sandbox.session import Handle, Keep, LimitExceeded, LoadError, SubmissionError
 
 log = logging.getLogger("graders.sandbox")
 
@@ -45,6 +45,12 @@ EXIT_WAIT_S = 5.0
 EXIT_SETUP_FAILED, EXIT_NO_MEMORY = 70, 71
 _APPLICABLE_ONLY_AS_ROOT = {"uid"}
 _APPLICABLE_ONLY_UNPRIVILEGED = {"userns"}
+DEFAULT_UID_BASE, DEFAULT_UID_COUNT = 61440, 1024  # app/config.py: sandbox_uid_base, sandbox_uid_count
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    return int(value) if value.isdigit() else default
 
 
 class SandboxError(Exception):
@@ -92,14 +98,14 @@ class SandboxSession:
     def has(self, name: str) -> bool:
         return bool(self._request({"op": "has", "name": name}))
 
-    def call(self, target: str | Handle, *args: Any, keep: bool = False, **kwargs: Any) -> Any:
+    def call(self, target: str | Handle, *args: Any, keep: Keep = False, **kwargs: Any) -> Any:
         encoder = wire.Encoder()
         header = {
             "op": "call",
             "target": target if isinstance(target, str) else encoder.encode(target),
             "args": encoder.encode(list(args)),
             "kwargs": encoder.encode(dict(kwargs)),
-            "keep": bool(keep),
+            "keep": keep if keep == "both" else bool(keep),
         }
         return self._request(header, encoder.parts)
 
@@ -174,13 +180,17 @@ class SandboxSession:
             self.sock.settimeout(remaining)
             wire.send_frame(self.sock, header, parts)
             reply, payload = wire.recv_frame(
-                self.sock, max_bytes=self.limits.max_reply_bytes, deadline=self.deadline
+                self.sock, max_bytes=self.limits.max_reply_bytes, deadline=self.deadline, what="reply"
             )
         except TimeoutError:
             self._stop()
             raise self._fail(
                 "timeout", f"your code did not finish within the {self.limits.wall_seconds:g} s time limit"
             ) from None
+        except wire.FrameTooLarge as exc:
+            self._stop()
+            message = f"your code's process sent back a reply too large to read: {exc}"
+            raise self._fail("error", message) from None
         except wire.WireError as exc:
             self._stop()
             raise self._fail("error", f"your code's process sent back something unreadable: {exc}") from None
@@ -288,14 +298,24 @@ class ForkServerClient:
         worker_slots: int = 2,
         disable: Iterable[str] = (),
         protect: Iterable[str] = (),
-        uid_base: int = 61000,
+        uid_base: int | None = None,
+        uid_count: int | None = None,
         spares: int | None = None,
     ) -> None:
+        """uid_base/uid_count: the uids the sandbox may use as root (default: the environment's
+        KVPREP_SANDBOX_UID_BASE / _COUNT, else 61440 and 1024); the fork server claims its own
+        block of them (graders/sandbox/uid_ranges.py)."""
         self.worker_slots = worker_slots
         self.spares = worker_slots if spares is None else spares
         self.disable = sorted(set(disable))
         self.protect = [PROJECT_ROOT, *protect]
-        self.uid_base = uid_base
+        self.uid_base = (
+            _env_int("KVPREP_SANDBOX_UID_BASE", DEFAULT_UID_BASE) if uid_base is None else uid_base
+        )
+        self.uid_count = (
+            _env_int("KVPREP_SANDBOX_UID_COUNT", DEFAULT_UID_COUNT) if uid_count is None else uid_count
+        )
+        self.uids: tuple[int, int] | None = None  # the block its fork server claimed (first, last)
         self.isolation: dict[str, dict[str, Any]] = {}
         self.root = False
         self._slots = threading.BoundedSemaphore(worker_slots)
@@ -327,7 +347,8 @@ class ForkServerClient:
         cmd = [
             sys.executable, "-s", "-m", "graders.sandbox.forkserver",
             "--socket", self.socket_path, "--work", self._work, "--hide", self._dir,
-            "--uid-base", str(self.uid_base), "--spares", str(self.spares),
+            "--uid-base", str(self.uid_base), "--uid-count", str(self.uid_count),
+            "--spares", str(self.spares),
         ]  # fmt: skip
         for path in self.protect:
             cmd += ["--protect", path]
@@ -371,6 +392,10 @@ class ForkServerClient:
                 line += chunk
         proc.stdout.close()
         ready = json.loads(line)
+        if not ready.get("ready"):
+            self._cleanup_locked()
+            raise SandboxError(f"the fork server could not start: {ready.get('error')}")
+        self.uids = tuple(ready["uids"]) if ready.get("uids") else None  # type: ignore[assignment]
         self.isolation = ready["isolation"]
         self.root = bool(ready.get("root"))
         self._log_isolation()
@@ -479,11 +504,14 @@ _shared: ForkServerClient | None = None
 _shared_lock = threading.Lock()
 
 
-def shared_client(worker_slots: int | None = None) -> ForkServerClient:
-    """The one client of this process, created on first use.
+def shared_client(
+    worker_slots: int | None = None, *, uid_base: int | None = None, uid_count: int | None = None
+) -> ForkServerClient:
+    """The one client of this process, created on first use (later calls' arguments are ignored).
 
     KVPREP_SANDBOX_DISABLE=layer,layer turns layers off (for debugging a degraded host);
-    KVPREP_SANDBOX_SPARES=N keeps N spares ready instead of one per worker slot (0: fork on demand).
+    KVPREP_SANDBOX_SPARES=N keeps N spares ready instead of one per worker slot (0: fork on demand);
+    KVPREP_SANDBOX_UID_BASE / KVPREP_SANDBOX_UID_COUNT stand in for uid_base / uid_count.
     """
     global _shared
     with _shared_lock:
@@ -494,6 +522,8 @@ def shared_client(worker_slots: int | None = None) -> ForkServerClient:
                 worker_slots=worker_slots or Limits().worker_slots,
                 disable=disable,
                 spares=int(spares) if spares.isdigit() else None,
+                uid_base=uid_base,
+                uid_count=uid_count,
             )
         return _shared
 

@@ -3,8 +3,8 @@
 Started by the grader (graders/sandbox/client.py) as
 
     python -m graders.sandbox.forkserver --socket DIR/control.sock --work WORKDIR [--hide DIR]...
-                                         [--protect DIR]... [--uid-base N] [--disable LAYER]...
-                                         [--spares N]
+                                         [--protect DIR]... [--uid-base N] [--uid-count N]
+                                         [--disable LAYER]... [--spares N]
 
 with a scrubbed environment (OMP_NUM_THREADS=1) in a private 0700 folder. It imports only
 torch, numpy, the stdlib and graders.sandbox's own modules (never graders.checks,
@@ -37,6 +37,7 @@ not need to. See graders/sandbox/__init__.py for what all this protects against.
 from __future__ import annotations
 
 import argparse
+import errno
 import gc
 import json
 import math
@@ -55,6 +56,7 @@ from typing import Any
 
 from graders.limits import Limits
 from graders.sandbox import isolation as iso
+from graders.sandbox import uid_ranges
 from graders.sandbox.isolation import LayerStatus, Plan
 
 DEFAULT_LIMITS = Limits().to_dict()
@@ -132,6 +134,7 @@ def _enter(plan: Plan, spec: ChildSpec, *, probe: bool) -> dict[str, str]:
 
     os.setsid()
     attempt("netns", lambda: iso.unshare(iso.CLONE_NEWNET))
+    attempt("ipcns", lambda: iso.unshare(iso.CLONE_NEWIPC))
 
     def mount_ns() -> None:
         iso.unshare(iso.CLONE_NEWNS)
@@ -281,6 +284,8 @@ class ForkServer:
     ) -> tuple[Child, socket.socket, int]:
         slot = min(set(range(len(self.slots) + 1)) - self.slots)
         if self.plan.root:
+            if slot >= self.plan.uid_span:  # never a uid outside the block this server holds
+                raise OSError(errno.EAGAIN, f"all {self.plan.uid_span} uids of this server's block in use")
             uid = gid = self.plan.uid_base + slot
         else:
             uid, gid = os.getuid(), os.getgid()
@@ -356,8 +361,18 @@ class ForkServer:
             raise RuntimeError(f"a sandboxed child cannot run torch: {report['sanity']}\n{output}")
         details = {
             "netns": "no network: a network namespace with only a down loopback",
-            "mountns": "temp folder is a private tmpfs capped at disk_bytes; the server's folder is hidden",
-            "uid": f"each child runs as uid/gid {plan.uid_base}+slot with no supplementary groups",
+            "ipcns": (
+                "an IPC namespace of its own: SysV IPC and POSIX message queues made inside vanish "
+                "with the child; the host's are out of sight"
+            ),
+            "mountns": (
+                "temp folder is a private tmpfs capped at disk_bytes; "
+                "the server's folder and /dev/shm are hidden"
+            ),
+            "uid": (
+                f"each child runs as uid/gid {plan.uid_base}+slot with no supplementary groups "
+                f"(uids {plan.uid_base}..{plan.uid_base + plan.uid_span - 1}, this server's own block)"
+            ),
             "userns": "children drop every capability they hold in the server's user namespace",
             "rlimits": "CPU, address space, file size, open files" + (", processes" if plan.root else ""),
             "landlock": (
@@ -366,7 +381,7 @@ class ForkServer:
                 + (", no TCP" if plan.landlock_abi >= 4 else "")
                 + (", signals and abstract sockets scoped" if plan.landlock_abi >= 6 else "")
             ),
-            "seccomp": "no new processes, exec, sockets, ptrace, mounts or namespaces",
+            "seccomp": "no new processes, exec, sockets, ptrace, mounts, namespaces or SysV/POSIX-mqueue IPC",
         }
         for layer, detail in details.items():
             if layer in plan.layers and not plan.layers[layer].active:
@@ -700,7 +715,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--work", required=True, help="folder for the children's temp folders")
     parser.add_argument("--hide", action="append", default=[], help="hidden from children (mountns)")
     parser.add_argument("--protect", action="append", default=[], help="never readable by children")
-    parser.add_argument("--uid-base", type=int, default=61000)
+    parser.add_argument("--uid-base", type=int, default=61440, help="first uid the sandbox may use")
+    parser.add_argument("--uid-count", type=int, default=1024, help="uids it may use, from --uid-base")
+    parser.add_argument("--uid-lock-dir", default=uid_ranges.LOCK_DIR, help="where blocks are claimed")
     parser.add_argument("--disable", action="append", default=[], choices=iso.LAYERS)
     parser.add_argument("--spares", type=int, default=0, help="children kept forked and isolated ahead")
     return parser.parse_args(argv)
@@ -709,6 +726,14 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     root = os.geteuid() == 0
+    uids: uid_ranges.UidRange | None = None
+    if root:  # first, before the slow imports: with no free block there is nothing to start
+        try:
+            uids = uid_ranges.claim(args.uid_base, args.uid_count, args.uid_lock_dir)
+        except (uid_ranges.NoFreeUidRange, OSError) as exc:
+            sys.stdout.write(json.dumps({"ready": False, "error": str(exc)}) + "\n")
+            sys.stdout.flush()
+            return 1
     layers: dict[str, LayerStatus] = {}
     if root:
         layers["userns"] = LayerStatus(False, "running as root: each child gets its own uid instead")
@@ -719,7 +744,7 @@ def main(argv: list[str] | None = None) -> int:
     if not root:
         layers["uid"] = LayerStatus(False, "not root: children keep the user's uid")
     if not layers["userns"].active and not root:
-        for layer in ("pidns", "netns", "mountns"):
+        for layer in ("pidns", "netns", "ipcns", "mountns"):
             layers[layer] = LayerStatus(False, "needs root or a user namespace")
     for layer in args.disable:
         layers[layer] = LayerStatus(False, "disabled by configuration")
@@ -739,7 +764,17 @@ def main(argv: list[str] | None = None) -> int:
     abi = iso.landlock_abi()
     # The folder holding the graders package is always protected, whatever the caller says.
     protected = [*args.protect, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))]
-    plan = Plan(root=root, uid_base=args.uid_base, hide=args.hide, protected=protected, layers=layers)
+    # /dev/shm (POSIX shared memory, named semaphores) is shared by every process of the host:
+    # each child sees an empty read-only one instead (Landlock also refuses it).
+    hide = [*args.hide, *(["/dev/shm"] if os.path.isdir("/dev/shm") else [])]
+    plan = Plan(
+        root=root,
+        uid_base=uids.first if uids else 0,
+        uid_span=uids.size if uids else 0,
+        hide=hide,
+        protected=protected,
+        layers=layers,
+    )
     if abi and "landlock" not in layers:
         plan.landlock_abi = abi
         plan.rules = iso.landlock_rules(protected)
@@ -764,7 +799,13 @@ def main(argv: list[str] | None = None) -> int:
         server.listen()
         gc.collect()
         gc.freeze()  # children's collections skip (and so do not copy-on-write) the inherited objects
-        ready = {"ready": True, "pid": os.getpid(), "root": root, "isolation": plan.describe()}
+        ready = {
+            "ready": True,
+            "pid": os.getpid(),
+            "root": root,
+            "isolation": plan.describe(),
+            "uids": [plan.uid_base, plan.uid_base + plan.uid_span - 1] if uids else None,
+        }
         sys.stdout.write(json.dumps(ready) + "\n")
         sys.stdout.flush()
         devnull = os.open(os.devnull, os.O_WRONLY)

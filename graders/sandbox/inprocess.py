@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from graders.sandbox.session import Handle, LoadError, SubmissionError
+from graders.sandbox.session import Handle, Keep, LoadError, SubmissionError
 
-_PLAIN_SCALARS = (type(None), bool, int, float, str)
+_PLAIN_SCALARS = (type(None), bool, int, float, str, torch.dtype)  # dtypes: as the wire allows
 
 
 def _to_wire(value: Any, objects: dict[int, Any]) -> Any:
@@ -78,7 +78,7 @@ class InProcessSession:
     def has(self, name: str) -> bool:
         return name in self.module.__dict__
 
-    def call(self, target: str | Handle, *args: Any, keep: bool = False, **kwargs: Any) -> Any:
+    def call(self, target: str | Handle, *args: Any, keep: Keep = False, **kwargs: Any) -> Any:
         fn = self.module.__dict__[target] if isinstance(target, str) else _to_wire(target, self._objects)
         wire_args = [_to_wire(a, self._objects) for a in args]
         wire_kwargs = {k: _to_wire(v, self._objects) for k, v in kwargs.items()}
@@ -87,6 +87,8 @@ class InProcessSession:
                 result = fn(*wire_args, **wire_kwargs)
         except Exception as exc:  # noqa: BLE001 - the submission's exception is data
             raise SubmissionError(type(exc).__name__, str(exc)) from None
+        if keep == "both":
+            return self._keep(result), self._from_wire(result)
         return self._keep(result) if keep else self._from_wire(result)
 
     def new_dict(self, initial: dict[str, Any] | None = None) -> Handle:

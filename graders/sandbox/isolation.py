@@ -5,9 +5,14 @@ Layers, in the order a child applies them (graders/sandbox/forkserver.py):
 - pidns    a new PID namespace: the child is its PID 1, so everything it might start dies
            with it (the fork server unshares CLONE_NEWPID before the fork, then setns back).
 - netns    a new network namespace: no interfaces but a down loopback, so no network.
-- mountns  a new mount namespace: its temp folder is a size-capped tmpfs (disk_bytes), and the
-           fork server's own folder (its control socket) is hidden under an empty tmpfs.
-- uid      as root: setgroups([]), then a uid/gid of its own (uid_base + worker slot).
+- ipcns    a new IPC namespace: SysV shared memory, message queues, semaphores and POSIX message
+           queues made inside vanish with the child, and the host's (or another child's) are
+           out of sight.
+- mountns  a new mount namespace: its temp folder is a size-capped tmpfs (disk_bytes); the
+           fork server's own folder (its control socket) and /dev/shm (POSIX shared memory and
+           named semaphores) are hidden under empty read-only tmpfs.
+- uid      as root: setgroups([]), then a uid/gid of its own: the first uid of the block this
+           fork server claimed (graders/sandbox/uid_ranges.py) + the child's slot.
 - userns   as an ordinary user: the fork server runs in a user namespace (so it may create
            the namespaces above) and each child drops every capability it has there.
 - rlimits  CPU, address space, file size, open files, processes (uid mode), core dumps = 0.
@@ -17,7 +22,8 @@ Layers, in the order a child applies them (graders/sandbox/forkserver.py):
 - seccomp  a BPF filter: no new processes (fork/vfork/clone without CLONE_THREAD/clone3),
            no exec, no new sockets (socketpair only), no ptrace/process_vm_*, no namespaces or mounts,
            no signals/rlimits/priorities aimed at other processes, no io_uring, bpf, keyrings,
-           modules, and no way to clear its parent-death signal.
+           modules, no SysV IPC or POSIX message queues (the IPC namespace again, in depth),
+           and no way to clear its parent-death signal.
 
 Everything here is plain ctypes over libc's syscall(); no dependency. x86_64 only for the
 seccomp and Landlock syscall numbers (elsewhere those layers report themselves inactive).
@@ -42,6 +48,7 @@ _libc.syscall.restype = ctypes.c_long
 X86_64 = platform.machine() == "x86_64"
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
@@ -67,7 +74,7 @@ SECCOMP_MODE_FILTER = 2
 AF_UNIX = 1
 O_PATH = getattr(os, "O_PATH", 0o10000000)
 
-LAYERS = ("pidns", "netns", "mountns", "uid", "userns", "rlimits", "landlock", "seccomp")
+LAYERS = ("pidns", "netns", "ipcns", "mountns", "uid", "userns", "rlimits", "landlock", "seccomp")
 
 
 def _fail(what: str) -> OSError:
@@ -341,7 +348,10 @@ SYSCALLS = {
     "socket": 41, "prctl": 157, "kill": 62, "tgkill": 234, "rt_sigqueueinfo": 129,
     "rt_tgsigqueueinfo": 297, "prlimit64": 302, "setpriority": 141, "sched_setaffinity": 203,
     "sched_setscheduler": 144, "sched_setparam": 142, "sched_setattr": 314, "ioprio_set": 251,
-    "memfd_secret": 447,
+    "memfd_secret": 447, "shmget": 29, "shmat": 30, "shmctl": 31, "shmdt": 67, "semget": 64,
+    "semop": 65, "semctl": 66, "semtimedop": 220, "msgget": 68, "msgsnd": 69, "msgrcv": 70,
+    "msgctl": 71, "mq_open": 240, "mq_unlink": 241, "mq_timedsend": 242, "mq_timedreceive": 243,
+    "mq_notify": 244, "mq_getsetattr": 245,
 }  # fmt: skip
 
 # Refused outright with EPERM (clone3 with ENOSYS, so that glibc falls back to clone for threads).
@@ -356,6 +366,11 @@ DENIED = [
     "mknodat", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick",
     "mount_setattr", "lookup_dcookie", "vhangup", "syslog", "uselib", "fanotify_init",
     "move_pages", "migrate_pages", "memfd_secret",
+    # SysV IPC and POSIX message queues: objects that outlive the process (the IPC namespace
+    # already confines them; this is the second wall, for a host without IPC namespaces).
+    "shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop", "msgget",
+    "msgsnd", "msgrcv", "msgctl", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive",
+    "mq_notify", "mq_getsetattr",
 ]  # fmt: skip
 
 AUDIT_ARCH_X86_64 = 0xC000003E
@@ -458,9 +473,10 @@ class Plan:
     """What every child of one fork server applies; decided once, at start-up, by a probe."""
 
     root: bool
-    uid_base: int
+    uid_base: int  # the first uid of this server's claimed block (root only)
     hide: list[str]  # folders hidden under an empty tmpfs (the fork server's own)
     protected: list[str]  # project folders: never readable, removed from sys.path
+    uid_span: int = 0  # uids in that block: at most this many children at once
     landlock_abi: int = 0
     rules: list[LandlockRule] = field(default_factory=list)
     layers: dict[str, LayerStatus] = field(default_factory=dict)

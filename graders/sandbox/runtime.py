@@ -3,7 +3,7 @@
 Requests come from the grader over the child's socket (graders/sandbox/wire.py frames):
 
     {"op": "load", "code"}                  {"op": "has", "name"}
-    {"op": "call", "target", "args", "kwargs", "keep"}
+    {"op": "call", "target", "args", "kwargs", "keep"}   keep: false, true (a Handle) or "both"
     {"op": "new_dict", "initial"}           {"op": "get", "handle"}
     {"op": "setitem", "handle", "key", "value"}
 
@@ -219,7 +219,9 @@ class Runtime:
         args = self._decode(req.get("args"), payload)
         kwargs = self._decode(req.get("kwargs"), payload)
         result = fn(*args, **kwargs)
-        if req.get("keep"):
+        if req.get("keep") == "both":  # kept here and sent: (Handle, value), for checks that re-read it
+            result = (self.keep(result), result)
+        elif req.get("keep"):
             result = self.keep(result)
         header, parts = wire.encode(result, keep=self.keep)
         return {"ok": header}, parts

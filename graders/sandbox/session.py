@@ -16,7 +16,9 @@ Two backends implement it:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
+
+Keep = bool | Literal["both"]  # Session.call: send the result, keep it (a Handle), or both
 
 
 @dataclass(frozen=True)
@@ -61,11 +63,12 @@ class Session(Protocol):
     def has(self, name: str) -> bool:
         """True when the submission's module defines `name` at top level."""
 
-    def call(self, target: str | Handle, *args: Any, keep: bool = False, **kwargs: Any) -> Any:
+    def call(self, target: str | Handle, *args: Any, keep: Keep = False, **kwargs: Any) -> Any:
         """Call a top-level function or class by name, or a Handle (or a Handle's attribute).
 
         The result comes back decoded as data; with keep=True, or when it is not
-        plain data, it stays on the other side and a Handle comes back instead.
+        plain data, it stays on the other side and a Handle comes back instead; with
+        keep="both" it stays there and comes back too, as (Handle, value).
         Raises SubmissionError when the submission's code raises.
         """
 

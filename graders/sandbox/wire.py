@@ -8,6 +8,7 @@ bytes of every tensor and array in it, back to back. In the header a value is on
     {"$": "dict", "items": [[key, value], ...]}     (keys are strings or ints)
     {"$": "tensor" | "ndarray", "dtype": "float32", "shape": [2, 3], "offset": 0, "nbytes": 24}
     {"$": "handle", "id": 3, "attr": null}          (an object that stays in the child)
+    {"$": "torch.dtype", "name": "float64"}         (a torch dtype from the allow-list below)
 
 The grader decodes what a child sends with `torch.frombuffer` / `np.frombuffer` over fresh
 copies, after checking the dtype against an allow-list and the shape against the byte
@@ -94,6 +95,18 @@ class WireError(Exception):
     """A frame or a value that breaks the format or a cap (never the grader's own fault)."""
 
 
+class FrameTooLarge(WireError):
+    """A frame refused unread; the message names the limit it broke (the header's or the frame's)."""
+
+
+def human_size(n: int) -> str:
+    """9437184 -> '9 MiB', 9856614 -> '9.4 MiB': three significant figures in the largest unit."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n} bytes"
+
+
 # --- framing ---------------------------------------------------------------------------------
 
 
@@ -124,12 +137,24 @@ def _recv_exact(sock: socket.socket, size: int, deadline: float | None) -> bytea
 
 
 def recv_frame(
-    sock: socket.socket, *, max_bytes: int, deadline: float | None = None
+    sock: socket.socket, *, max_bytes: int, deadline: float | None = None, what: str = "frame"
 ) -> tuple[Any, bytearray]:
-    """Read one frame: (decoded JSON header, payload bytes). EOFError when the peer is gone."""
+    """Read one frame: (decoded JSON header, payload bytes). EOFError when the peer is gone.
+
+    A frame over `max_bytes`, or a header over MAX_HEADER_BYTES, is refused before it is read
+    (FrameTooLarge, naming the limit that was broken; `what` names the frame: "reply", ...).
+    """
     header_len, payload_len = PREFIX.unpack(_recv_exact(sock, PREFIX.size, deadline))
-    if header_len > min(max_bytes, MAX_HEADER_BYTES) or header_len + payload_len > max_bytes:
-        raise WireError(f"a frame of {header_len + payload_len} bytes is over the {max_bytes}-byte cap")
+    total = header_len + payload_len
+    if total > max_bytes:
+        raise FrameTooLarge(
+            f"a {human_size(total)} {what} is over the {human_size(max_bytes)} limit on a {what}"
+        )
+    if header_len > MAX_HEADER_BYTES:
+        raise FrameTooLarge(
+            f"a {human_size(header_len)} header is over the {human_size(MAX_HEADER_BYTES)} "
+            f"limit on a {what}'s header"
+        )
     raw = _recv_exact(sock, header_len, deadline)
     payload = _recv_exact(sock, payload_len, deadline)
     try:
@@ -195,6 +220,8 @@ class Encoder:
             return self._tensor(value)
         if issubclass(kind, _ndarray):
             return self._array(value)
+        if kind is torch.dtype and value in _TORCH_NAMES:  # an optional argument: KVCache(dtype=...)
+            return {"$": "torch.dtype", "name": _TORCH_NAMES[value]}
         if issubclass(kind, _generic) and self.keep is not None:
             item = _np_item(value)
             if type(item) in (bool, int, float):
@@ -276,6 +303,11 @@ def decode(
         return _decode_tensor(value, payload)
     if tag == "ndarray":
         return _decode_array(value, payload)
+    if tag == "torch.dtype":
+        dtype = TORCH_DTYPES.get(value.get("name"))  # type: ignore[arg-type]
+        if dtype is None:
+            raise WireError(f"dtype {value.get('name')!r} is not allowed")
+        return dtype
     items = value.get("items")
     if tag in ("list", "tuple"):
         if type(items) is not list:

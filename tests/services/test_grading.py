@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import logging
 import os
+from pathlib import Path
 
 import pytest
 
+from app.bench import start_server
 from app.services.grading import log_isolation
 from graders.limits import Limits
 from graders.runner import warm_up
@@ -22,6 +24,8 @@ def test_start_up_names_every_isolation_layer(caplog: pytest.LogCaptureFixture) 
         assert info.get("detail", "") in line
     if os.geteuid() == 0:
         assert any(m.startswith("sandbox layer userns") and "not needed" in m for m in lines)
+        ipc = next(m for m in lines if m.startswith("sandbox layer ipcns "))
+        assert "active" in ipc and "SysV IPC" in ipc, ipc
     uid_on = layers.get("uid", {}).get("active")
     inactive = [
         layer
@@ -30,3 +34,21 @@ def test_start_up_names_every_isolation_layer(caplog: pytest.LogCaptureFixture) 
     ]
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == len(inactive)
+
+
+def test_a_stopped_server_leaves_no_temporary_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`kvprep serve` stopped with SIGTERM (what systemd, Docker and bench send) cleans up after itself."""
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmpdir))  # where the server's tempfile.mkdtemp folders go
+    proc, _ = start_server(tmp_path, tmp_path / "server.log")
+    try:
+        running = sorted(p.name for p in tmpdir.glob("kvprep-*"))
+        assert len(running) == 2, running  # the fork server's folder and its submissions' folder
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    left = sorted(p.name for p in tmpdir.glob("kvprep-*"))
+    assert left == [], (tmp_path / "server.log").read_text()[-2000:]

@@ -75,7 +75,7 @@ def test_inputs_are_fresh_every_run_and_fixed_by_a_seed() -> None:
         (RIGHT_STORE, "object()", "should be a tensor, got an object of your own"),
         (RIGHT_STORE, "y", "has shape"),
         ("[k], [v]", RIGHT_RETURN, "cache['k'] should be a tensor, got list"),
-        ("k.numpy(), v.numpy()", RIGHT_RETURN, "your code raised TypeError"),
+        ("k.numpy(), v.numpy()", RIGHT_RETURN, "cache['k'] is a NumPy array"),
         ("object(), object()", RIGHT_RETURN, "cache['k'] should be a tensor, got an object of your own"),
         ("k / 2, v", RIGHT_RETURN, "cache['k'] (B, n_heads, t, hd) differs by up to"),
     ],

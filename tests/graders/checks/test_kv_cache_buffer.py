@@ -123,9 +123,8 @@ def test_a_missing_reorder_method_fails_only_the_beam_test() -> None:
 
 
 def test_a_constructor_that_raises_fails_every_test() -> None:
-    report, _ = run(
-        check, "class KVCache:\n    def __init__(self, *args):\n        raise MemoryError('no room')\n"
-    )
+    code = "class KVCache:\n    def __init__(self, *args, **kwargs):\n        raise MemoryError('no room')\n"
+    report, _ = run(check, code)
     assert report.tests and all("MemoryError" in t.message for t in report.tests)
 
 

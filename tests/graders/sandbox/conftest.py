@@ -15,7 +15,7 @@ from graders.limits import Limits
 from graders.runner import grade
 from graders.verdict import Result
 
-UID_BASE = 61000
+UID_BASE, UID_COUNT = 61440, 1024  # the defaults of app/config.py
 
 
 @pytest.fixture(autouse=True)
@@ -64,7 +64,7 @@ def sandbox_processes() -> list[tuple[int, int, str]]:
         except OSError:
             continue
         uid = int(fields.get("Uid", "0").split()[0])
-        if UID_BASE <= uid < UID_BASE + 1000 and not belongs_to_another_run(int(entry)):
+        if UID_BASE <= uid < UID_BASE + UID_COUNT and not belongs_to_another_run(int(entry)):
             found.append((int(entry), uid, fields.get("Name", "").strip()))
     return found
 

@@ -448,4 +448,12 @@ def test_a_huge_reply_is_refused(grade_code: Grade) -> None:
     code = "import torch\ndef add(a, b):\n    return torch.zeros(2**24)\n"  # 64 MiB > max_reply_bytes
     result = grade_code(code)
     assert result.verdict.value == "error"
-    assert "unreadable" in messages(result)
+    assert "64 MiB" in messages(result) and "32 MiB limit on a reply" in messages(result), messages(result)
+
+
+def test_a_huge_reply_header_names_the_header_limit(grade_code: Grade) -> None:
+    code = "def add(a, b):\n    return 'x' * (9 * 2**20)\n"  # a 9 MiB JSON header, a small frame
+    result = grade_code(code)
+    assert result.verdict.value == "error"
+    assert "8 MiB limit on a reply's header" in messages(result), messages(result)
+    assert "32 MiB" not in messages(result), messages(result)

@@ -20,7 +20,7 @@ from graders.sandbox import describe_isolation, isolation
 from graders.sandbox.client import PROJECT_ROOT, ForkServerClient, shared_client
 from graders.sandbox.session import SubmissionError
 
-KERNEL_LAYERS = {"pidns", "netns", "mountns", "rlimits", "landlock", "seccomp"}
+KERNEL_LAYERS = {"pidns", "netns", "ipcns", "mountns", "rlimits", "landlock", "seccomp"}
 
 
 def _has_cap_sys_admin() -> bool:

@@ -145,6 +145,14 @@ def test_keep_returns_a_handle_even_for_data(session: Any) -> None:
     assert torch.equal(session.get(kept), torch.ones(2))
 
 
+def test_keep_both_keeps_the_result_and_sends_it_too(session: Any) -> None:
+    """What a check re-reads later (kv-cache-buffer's views) and also compares now."""
+    handle, value = session.call("ident", torch.arange(3.0), keep="both")
+    assert isinstance(handle, Handle) and torch.equal(value, torch.arange(3.0))
+    box = session.new_dict({"x": handle})
+    assert torch.equal(session.get(box)["x"], torch.arange(3.0))
+
+
 def test_mixed_results_keep_only_what_is_not_data(session: Any) -> None:
     result = session.call("mixed")
     assert isinstance(result["box"], Handle) and torch.equal(result["t"], torch.ones(2))

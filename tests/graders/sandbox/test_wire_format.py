@@ -82,6 +82,15 @@ def test_decoded_tensors_are_fresh_writable_copies() -> None:
     assert payload == bytearray(np.arange(2, dtype=np.float32).tobytes())
 
 
+def test_torch_dtypes_travel_by_name_from_the_allow_list() -> None:
+    header, parts = wire.encode([torch.float64, torch.bfloat16])
+    assert wire.decode(header, bytearray()) == [torch.float64, torch.bfloat16]
+    with pytest.raises(wire.WireError):
+        wire.decode({"$": "torch.dtype", "name": "complex128"}, bytearray())
+    with pytest.raises(wire.WireError):
+        wire.decode({"$": "torch.dtype", "name": "__class__"}, bytearray())
+
+
 def test_the_grader_refuses_to_send_objects() -> None:
     with pytest.raises(TypeError):
         wire.encode(object())
@@ -95,6 +104,22 @@ def test_a_frame_over_the_cap_is_refused_before_it_is_read() -> None:
         wire.send_frame(a, {"ok": 1}, [memoryview(bytes(4096))])
         with pytest.raises(wire.WireError):
             wire.recv_frame(b, max_bytes=1024)
+
+
+def test_a_refused_frame_names_the_limit_it_broke() -> None:
+    """A 9 MiB header under a 32 MiB frame cap breaks the 8 MiB header limit, and says so."""
+    a, b = socket.socketpair()
+    with a, b:
+        a.sendall(wire.PREFIX.pack(9 * 2**20, 0))
+        with pytest.raises(wire.WireError) as header:
+            wire.recv_frame(b, max_bytes=32 * 2**20)
+        a.sendall(wire.PREFIX.pack(100, 40 * 2**20))
+        with pytest.raises(wire.WireError) as frame:
+            wire.recv_frame(b, max_bytes=32 * 2**20)
+    assert "header" in str(header.value) and "8 MiB" in str(header.value), header.value
+    assert "9 MiB" in str(header.value) and "32 MiB" not in str(header.value), header.value
+    assert "32 MiB" in str(frame.value) and "header" not in str(frame.value), frame.value
+    assert "40 MiB" in str(frame.value), frame.value
 
 
 def test_an_unreadable_header_is_refused() -> None:
