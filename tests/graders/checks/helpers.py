@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
@@ -61,16 +60,16 @@ def assert_every_known_mistake_has_a_golden_case(check: ModuleType) -> None:
         assert any(phrase in mistake for phrase in phrases), f"no golden case for {mistake!r}"
 
 
-def assert_solution_passes_within_budget(check: ModuleType, budget_s: float = 0.15) -> None:
-    """The worked solution passes cleanly (no diagnosis), the best of three runs inside the budget."""
+def assert_solution_passes_cleanly(check: ModuleType) -> None:
+    """The worked solution passes with no diagnosis, three times over (fresh random inputs each run).
+
+    How fast a battery runs is measured by `kvprep bench grader`, against a baseline taken in
+    the same run, never by a wall-clock assertion here: a shared machine makes those flaky.
+    """
     code = (challenge_dir(check.SLUG) / "solution.py").read_text()
-    timings = []
     for _ in range(3):
-        start = time.perf_counter()
         report, _ = run(check, code)
-        timings.append(time.perf_counter() - start)
         assert passed(report) and not report.diagnosis, report.tests
-    assert min(timings) < budget_s, f"battery took {min(timings) * 1000:.0f} ms"
 
 
 def seen_per_seed(check: ModuleType, code: str, seed: int = 7) -> list[Any]:

@@ -8,7 +8,7 @@ from graders.checks import decode_step as check
 from graders.reference.decode import prefill_cache, step
 from tests.graders.checks.helpers import (
     assert_fails_with,
-    assert_solution_passes_within_budget,
+    assert_solution_passes_cleanly,
     assert_wrong_and_distinct,
     attention_inputs,
     run,
@@ -37,8 +37,8 @@ RIGHT_STORE = "k, v"
 RIGHT_RETURN = "y.transpose(1, 2).reshape(B, 1, d) @ w_o"
 
 
-def test_the_solution_passes_well_within_the_time_budget() -> None:
-    assert_solution_passes_within_budget(check)
+def test_the_solution_passes_cleanly_on_fresh_inputs() -> None:
+    assert_solution_passes_cleanly(check)
 
 
 def test_the_battery_runs_one_token_steps_on_several_head_counts() -> None:

@@ -9,7 +9,7 @@ from graders.checks import gqa_attention as check
 from graders.reference.gqa import GQA
 from tests.graders.checks.helpers import (
     assert_fails_with,
-    assert_solution_passes_within_budget,
+    assert_solution_passes_cleanly,
     assert_wrong_and_distinct,
     run,
     seen_per_seed,
@@ -48,8 +48,8 @@ class GQA(nn.Module):
 RIGHT = "y, (k, v)"
 
 
-def test_the_solution_passes_well_within_the_time_budget() -> None:
-    assert_solution_passes_within_budget(check)
+def test_the_solution_passes_cleanly_on_fresh_inputs() -> None:
+    assert_solution_passes_cleanly(check)
 
 
 def test_the_battery_covers_gqa_mha_mqa_decoding_and_chunks_on_a_cache() -> None:
