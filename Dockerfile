@@ -23,4 +23,6 @@ RUN pip install -e . && npm run build && chmod -R a+rX /srv/kvprep /usr/local/li
 EXPOSE 8000
 VOLUME ["/srv/kvprep/var"]
 # KVPREP_SECRET_KEY must be provided; DATABASE_URL and REDIS_URL are optional.
+# Production mode: Secure cookies and HSTS (serve it behind HTTPS). Behind a reverse proxy set
+# KVPREP_FORWARDED_ALLOW_IPS to its address, or X-Forwarded-For is ignored (README).
 CMD ["kvprep", "serve", "--host", "0.0.0.0", "--port", "8000"]

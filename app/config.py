@@ -52,6 +52,10 @@ class Settings(BaseSettings):
     # Empty: no proxy, every forwarded header is ignored (else anyone could pick their client
     # address and walk around the per-address rate limits).
     forwarded_allow_ips: str = ""
+    # State-changing requests must come from a page of this site: an Origin equal to the Host
+    # the request was sent to. A proxy that rewrites Host lists the public origins here
+    # ("https://kvprep.example.com", comma-separated).
+    trusted_origins: str = ""
 
     # Grading queue: empty means the embedded queue (SQLite file, worker threads in the app);
     # a redis:// URL lets separate `kvprep worker` machines share the work.

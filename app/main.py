@@ -148,7 +148,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         https_only=settings.cookies_secure,
     )
     # Outermost: refusals of the guard get the security headers too.
-    app.add_middleware(RequestGuard)
+    origins = frozenset(
+        o.strip().rstrip("/").encode() for o in settings.trusted_origins.split(",") if o.strip()
+    )
+    app.add_middleware(RequestGuard, trusted_origins=origins)
     app.add_middleware(SecurityHeaders, hsts=settings.send_hsts)
 
     @app.exception_handler(StarletteHTTPException)

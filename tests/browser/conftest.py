@@ -18,6 +18,7 @@ from app.db import migrate
 
 CHROMIUM = os.environ.get("KVPREP_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
+CSP_REPORT = "Content Security Policy report:"
 
 
 def _free_port() -> int:
@@ -99,8 +100,34 @@ def page(browser, live_server: str) -> Iterator[object]:  # type: ignore[no-unty
     context = browser.new_context(base_url=live_server, viewport={"width": 1200, "height": 900})
     page = context.new_page()
     page.set_default_timeout(15_000)
+    violations = watch_csp(page)
     yield page
     context.close()
+    assert violations == [], "the Content-Security-Policy blocked something a page needs"
+
+
+def watch_csp(page) -> list[str]:  # type: ignore[no-untyped-def]
+    """Every Content-Security-Policy violation the page reports, with the page and element.
+
+    One kind is not ours and harmless: Chromium's own contenteditable editing (typing or
+    inserting text into CodeMirror) may create a span with a style attribute, which the CSP
+    blocks and CodeMirror redraws from its state at once. It is reported inside the editor's
+    shadow root (the event's target is the .editor-host); anything else counts.
+    """
+    violations: list[str] = []
+
+    def on_console(message) -> None:  # type: ignore[no-untyped-def]
+        text = message.text
+        if text.startswith(CSP_REPORT) and not text.startswith(f"{CSP_REPORT} style-src-attr in editor-host"):
+            violations.append(f"{page.url}: {text[:300]}")
+
+    page.on("console", on_console)
+    page.add_init_script(
+        "document.addEventListener('securitypolicyviolation', (e) => console.error("
+        f"`{CSP_REPORT} ${{e.violatedDirective}} in ${{e.target && e.target.className}} "
+        "${e.sourceFile}:${e.lineNumber} ${e.sample}`))"
+    )
+    return violations
 
 
 def screenshot(page, name: str) -> Path:  # type: ignore[no-untyped-def]

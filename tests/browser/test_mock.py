@@ -22,7 +22,7 @@ from app.db import migrate
 from app.main import create_app
 from app.services.clock import ManualClock
 from graders.runner import shutdown as shutdown_sandbox
-from tests.browser.conftest import _free_port, screenshot
+from tests.browser.conftest import _free_port, screenshot, watch_csp
 
 pytestmark = pytest.mark.browser
 
@@ -58,6 +58,7 @@ def test_a_short_mock_interview_end_to_end(browser, mock_server) -> None:  # typ
     context = browser.new_context(base_url=base, viewport={"width": 1200, "height": 900})
     page = context.new_page()
     page.set_default_timeout(15_000)
+    violations = watch_csp(page)
     page.clock.install()
 
     # Set up: a custom two-minute interview on one topic, with a coding problem.
@@ -146,3 +147,4 @@ def test_a_short_mock_interview_end_to_end(browser, mock_server) -> None:  # typ
     expect(visitor.get_by_role("button", name="Revoke the link")).to_have_count(0)
     visitor.context.close()
     context.close()
+    assert violations == []  # the editor, the clock and the report all ran under the CSP

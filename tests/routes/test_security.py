@@ -90,6 +90,20 @@ def test_forms_from_another_origin_are_refused_even_with_a_valid_token(client: T
     assert same.status_code == 303
 
 
+def test_a_trusted_origin_is_accepted_behind_a_proxy_that_rewrites_host(db_url: str) -> None:
+    from app.main import create_app
+
+    app = create_app(fast_settings(db_url, trusted_origins="https://kvprep.example.com/, https://b.example"))
+    with TestClient(app) as client:
+        signup(client, "a@example.com")
+        for origin, status in (
+            ("https://kvprep.example.com", 204),
+            ("https://evil.example", 403),
+        ):
+            headers = {"Origin": origin, **BODYLESS}
+            assert client.post("/api/auth/logout", headers=headers).status_code == status, origin
+
+
 # --- item 10: security headers ---------------------------------------------------------------------
 
 
