@@ -7,7 +7,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import screenshot, watch_csp
 
 pytestmark = pytest.mark.browser
 
@@ -20,6 +20,7 @@ def chart_drawn(page, canvas_id: str) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_run_a_tiny_lab_experiment_and_see_progress_and_chart(page) -> None:  # type: ignore[no-untyped-def]
+    violations = watch_csp(page)
     page.goto("/")
     page.get_by_role("link", name="Lab", exact=True).click()
     form = page.get_by_role("form", name="Start a lab run")
@@ -43,9 +44,11 @@ def test_run_a_tiny_lab_experiment_and_see_progress_and_chart(page) -> None:  # 
     # The run is listed on the lab page.
     page.get_by_role("link", name="The lab").click()
     expect(page.locator("#lab-runs")).to_contain_text("tiny")
+    assert violations == [], violations
 
 
 def test_calculator_change_the_model_and_see_numbers_and_chart_change(page) -> None:  # type: ignore[no-untyped-def]
+    violations = watch_csp(page)
     page.goto("/")
     page.get_by_role("link", name="Calculator", exact=True).click()
     expect(page.locator("#calc-results")).to_be_visible()
@@ -78,6 +81,7 @@ def test_calculator_change_the_model_and_see_numbers_and_chart_change(page) -> N
     page.goto(url)
     expect(page.locator("#calc-cache-size")).to_have_text("16.00 GiB")
     screenshot(page, "calculator-llama2")
+    assert violations == [], violations
 
 
 def test_calculator_at_phone_width(browser, live_server: str) -> None:  # type: ignore[no-untyped-def]
