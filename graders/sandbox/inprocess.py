@@ -17,7 +17,7 @@ import torch
 
 from graders.sandbox.session import Handle, LoadError, SubmissionError
 
-_PLAIN_SCALARS = (type(None), bool, int, float, str)
+_PLAIN_SCALARS = (type(None), bool, int, float, str, torch.dtype)
 
 
 def _to_wire(value: Any, objects: dict[int, Any]) -> Any:

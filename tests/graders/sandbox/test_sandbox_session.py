@@ -67,6 +67,7 @@ VALUES: list[Any] = [
     (),
     {"a": 1, 2: "b"},
     torch.randn(3, 4),
+    torch.float64,
     torch.arange(6).reshape(2, 3),
     torch.tensor([True, False]),
     torch.randn(2, 3).to(torch.bfloat16),
