@@ -222,6 +222,8 @@ def _test_storage(report: CheckReport, session: Session, rng: Rng, dims: Dims) -
             blocks = session.get(getattr(d.cache, name))
         except (TypeError, KeyError) as exc:
             raise Mismatch(f"PagedKVCache(...).{name} should be a tensor: {exc}") from None
+        except AttributeError:
+            raise Mismatch(f"PagedKVCache has no attribute {name}") from None
         except SubmissionError as exc:
             raise Mismatch(f"PagedKVCache has no attribute {name} ({exc.type_name})") from None
         if not isinstance(blocks, torch.Tensor) or tuple(blocks.shape) != want:
@@ -368,10 +370,13 @@ def _test_attention(report: CheckReport, session: Session, rng: Rng, dims: Dims)
     message = f"paged_attention over sequences of lengths {lengths}: " + explain_difference(
         got, want, "the output"
     )
-    stale = []
-    for b, s in enumerate(order):  # whole blocks, read from the submission's own storage
-        table = d.table(s)
+    try:  # whole blocks, read from the submission's own storage through its own tables
         k_blocks, v_blocks = session.get(d.cache.k_blocks), session.get(d.cache.v_blocks)
+    except (TypeError, KeyError, AttributeError, SubmissionError):
+        raise Mismatch(message) from None
+    stale = []
+    for b, s in enumerate(order):
+        table = d.table(s)
         k = k_blocks[table].transpose(0, 1).reshape(H, -1, hd)
         v = v_blocks[table].transpose(0, 1).reshape(H, -1, hd)
         stale.append(attention(q[b], k, v))

@@ -19,7 +19,6 @@ A wrong answer is compared with the usual wrong steps so that the verdict names 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from fractions import Fraction
 from functools import partial
 from typing import Any
@@ -176,12 +175,24 @@ def _dyadic(rng: Rng, V: int) -> list[int]:
     return [b - a for a, b in zip([0, *cuts], [*cuts, D], strict=True)]
 
 
-def _distinct_u(candidates: list[Callable[[float], int]], rng: Rng) -> float:
-    """A u_sample in (0, 1) for which the candidate draws give as many different tokens as it can find."""
-    best, best_count = 0.5 + 1 / 256, 0
-    for _ in range(300):
-        u = rng.py.randrange(1, 64) / 64 + 1 / 256  # never on a multiple of 1/32
-        count = len({f(u) for f in candidates})
+def _draw_fast(w: list[float], u: float, normalise: bool = True) -> int:
+    """_draw in plain Python (for searching many u quickly); the same rule and fallback."""
+    bound, total = (u * sum(w) if normalise else u), 0.0
+    for t, x in enumerate(w):
+        total += x
+        if total > bound:
+            return t
+    return max(t for t, x in enumerate(w) if x > 0)
+
+
+def _distinct_u(candidates: list[tuple[list[float], bool]], rng: Rng) -> float:
+    """A u_sample in (0, 1), off the 1/32 grid, for which the candidate draws (weights, normalised?)
+    give as many different tokens as possible."""
+    us = [i / 64 + 1 / 256 for i in range(1, 64)]
+    rng.py.shuffle(us)
+    best, best_count = us[0], 0
+    for u in us:
+        count = len({_draw_fast(w, u, norm) for w, norm in candidates})
         if count > best_count:
             best, best_count = u, count
             if count == len(candidates):
@@ -207,12 +218,12 @@ def crafted_rejection(rng: Rng) -> tuple[Any, ...]:
         ua = torch.tensor([rng.py.random() * 0.9, float(p[1, token] / q[1, token]), 0.0, 0.0])
         residual = (p[1] - q[1]).clamp(min=0)
         inverted = (q[1] - p[1]).clamp(min=0)
-        draws: list[Callable[[float], int]] = [
-            partial(_draw, residual),
-            partial(_draw, p[1].clone()),
-            partial(_draw, inverted),
-            partial(_draw, residual, normalise=False),
-            partial(_draw, p[1] - q[1]),
+        draws = [
+            (residual.tolist(), True),
+            (p[1].tolist(), True),
+            (inverted.tolist(), True),
+            (residual.tolist(), False),
+            ((p[1] - q[1]).tolist(), True),
         ]
         if int((residual > 0).sum()) >= 2:
             return draft, q, p, ua, _distinct_u(draws, rng)
@@ -226,7 +237,7 @@ def crafted_all_accepted(rng: Rng) -> tuple[Any, ...]:
     draft = torch.tensor([int((p[i] / q[i]).argmax()) for i in range(gamma)])
     ratios = torch.stack([p[i, draft[i]] / q[i, draft[i]] for i in range(gamma)]).clamp(max=1)
     ua = ratios * torch.tensor([rng.py.uniform(0.05, 0.9) for _ in range(gamma)])
-    us = _distinct_u([partial(_draw, p[gamma]), partial(_draw, p[gamma - 1])], rng)
+    us = _distinct_u([(p[gamma].tolist(), True), (p[gamma - 1].tolist(), True)], rng)
     return draft, q, p, ua, us
 
 
@@ -245,11 +256,21 @@ def crafted_zero_draw(rng: Rng) -> tuple[Any, ...]:
     return draft, q, p, ua, 0.0
 
 
-def random_case(rng: Rng) -> tuple[Any, ...]:
-    """Softmax distributions in float32, u kept away from every boundary rounding could move."""
+def random_case(rng: Rng, telling: str) -> tuple[Any, ...]:
+    """Random distributions on the same 1/32 grid as the crafted cases (so nothing tells them apart),
+    u kept away from every boundary rounding could move, drawn until `telling` gives another answer."""
+    for _ in range(50):
+        case = _random_case(rng)
+        draft, q, p, ua, us = case
+        if wrong_step(draft, q, p, ua, us, telling) != accept_draft(draft, q, p, ua, us):
+            break
+    return case
+
+
+def _random_case(rng: Rng) -> tuple[Any, ...]:
     gamma, V = rng.py.randint(1, 5), rng.py.randint(8, 20)
-    q = torch.softmax(rng.randn(gamma, V) * 1.5, -1)
-    p = torch.softmax(rng.randn(gamma + 1, V) * 1.5, -1)
+    q = torch.tensor([_dyadic(rng, V) for _ in range(gamma)], dtype=torch.float32) / D
+    p = torch.tensor([_dyadic(rng, V) for _ in range(gamma + 1)], dtype=torch.float32) / D
     draft = torch.multinomial(q, 1, generator=rng.torch)[:, 0]
     ratio = (p[torch.arange(gamma), draft] / q[torch.arange(gamma), draft]).clamp(max=1).double()
     ua = []
@@ -283,7 +304,12 @@ def grid_distributions(rng: Rng) -> tuple[list[int], list[int]]:
             continue
         w = [max(0, a - b) for a, b in zip(p, q, strict=True)]
         if sum(w) and all((4 * x) % sum(w) == 0 for x in w) and sum(1 for x in w if x) >= 2:
-            return q, p
+            # ... and on this grid, drawing from p itself must not happen to give the residual's tokens
+            grid = [(i + 0.5) / 4 for i in range(4)]
+            from_w = [_draw(torch.tensor(w, dtype=torch.float64), u) for u in grid]
+            from_p = [_draw(torch.tensor(p, dtype=torch.float64), u) for u in grid]
+            if from_w != from_p:
+                return q, p
 
 
 def _test_property(report: CheckReport, session: Session, evidence: Evidence, rng: Rng) -> str:
@@ -293,21 +319,34 @@ def _test_property(report: CheckReport, session: Session, evidence: Evidence, rn
     grid = [(i + 0.5) / 4 for i in range(4)]
     first = [Fraction(0)] * 4
     accepted = Fraction(0)
+    answers: list[tuple[tuple[Any, ...], list[int]]] = []
     for x0 in range(4):
         weight = Fraction(qc[x0], 16) / 16  # P(x0) times one cell of the 4 x 4 grid
         for ua in grid:
             for us in grid:
                 case = (torch.tensor([x0]), q, p, torch.tensor([ua]), us)
-                got = _expect(report, session, evidence, case, "on the grid")
+                value = call_entry(session, "accept_draft", *case)
+                got = as_int_list(value, "accept_draft(...)")
+                answers.append((case, got))
                 if not 1 <= len(got) <= 2 or not 0 <= got[0] < 4:
                     raise Mismatch(f"with γ = 1 accept_draft returned {got}: 1 or 2 tokens of the vocabulary")
                 first[got[0]] += weight
                 accepted += weight if len(got) == 2 else 0
     want = [Fraction(c, 16) for c in pc]
+    wrong = [(case, got) for case, got in answers if got != accept_draft(*case)]
+    named = evidence.name(report, wrong[0][0], accept_draft(*wrong[0][0])) if wrong else ""
     if first != want:
         report.diagnose(NOT_EXACT)
-        raise Mismatch(f"over the grid the first token came out as {[str(f) for f in first]}, p[0] is "
-                       f"{[str(f) for f in want]}: {NOT_EXACT}")  # fmt: skip
+        raise Mismatch(
+            f"over the grid the first token came out as {[str(f) for f in first]}, p[0] is "
+            f"{[str(f) for f in want]}: {NOT_EXACT}{named}"
+        )
+    if wrong:
+        (draft, _, _, ua, us), got = wrong[0]
+        raise Mismatch(
+            f"on the grid: draft {draft.tolist()}, u_accept {float(ua[0])}, u_sample {us}: got {got}, "
+            f"expected {accept_draft(*wrong[0][0])}{named}"
+        )
     expected = float(acceptance_rate(q, p)[0])
     alpha = float(accepted)
     per_pass = (1 - alpha**5) / (1 - alpha) if alpha < 1 else 5.0
@@ -346,10 +385,10 @@ def run(session: Session, seed: int | None = None) -> CheckReport:
         "a rejection with u_sample = 0 never draws a token the residual gives no mass",
         crafted_zero_draw(rng), "u_sample = 0",
     )  # fmt: skip
-    for i in range(3):
-        case = random_case(rng)
+    for i, telling in enumerate((RESIDUAL_IS_P, DOES_NOT_STOP, BONUS_FROM_LAST_DRAFT)):
+        case = random_case(rng, telling)
         gamma, V = case[0].shape[0], case[1].shape[1]
-        check(f"random float32 case {i + 1}: γ={gamma}, V={V}", case, f"random case γ={gamma} V={V}")
+        check(f"random case {i + 1}: γ={gamma}, V={V}", case, f"random case γ={gamma} V={V}")
     figure_test(report, "over a grid of draws the first token is distributed exactly as p[0]",
                 partial(_test_property, report, session, evidence, rng))  # fmt: skip
     return report

@@ -1,5 +1,6 @@
 # expect: failed
 # diagnosis: drawn from p[j], not from the residual
+# diagnosis: the first emitted token is not distributed as the target's p[0]
 # The replacement drawn from p[j].
 import torch
 
