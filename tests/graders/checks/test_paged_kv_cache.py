@@ -72,7 +72,8 @@ def test_the_verdict_reports_blocks_used_against_a_contiguous_reservation() -> N
 
 SPY = SOLUTION.replace(
     "        self.block_size = block_size\n",
-    "        SEEN.append((n_blocks, block_size, n_heads, head_dim, dtype))\n        self.block_size = block_size\n",
+    "        SEEN.append((n_blocks, block_size, n_heads, head_dim, dtype))\n"
+    "        self.block_size = block_size\n",
 )
 
 
@@ -141,7 +142,8 @@ ODD = {
         "        return torch.tensor(self.tables[seq_id])\n",
     ),
     "no k_blocks attribute": (
-        "        self.k_blocks = torch.zeros(shape, dtype=dtype)  # (n_blocks, H, block_size, hd), allocated once\n",
+        "        self.k_blocks = torch.zeros(shape, dtype=dtype)"
+        "  # (n_blocks, H, block_size, hd), allocated once\n",
         "        self._k = torch.zeros(shape, dtype=dtype)\n",
     ),
 }
