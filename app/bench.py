@@ -6,6 +6,9 @@ One run measures, on this machine:
 - the baseline: median wall time of a cold `python -c "import torch"` (what a fresh process
   per verdict would cost before running a single line of the submission);
 - p50 and p95 submit-to-verdict latency of sequential `decode-step` submissions;
+- with `--challenge SLUG` (repeatable), the same for each challenge's own solution.py, the
+  submissions interleaved with decode-step's (so both see the same machine), and each p50 as
+  a ratio of decode-step's p50 (target: at most 1.5);
 - a burst of concurrent submissions, every one of which must get a verdict.
 It starts its own server (`kvprep serve` on a temporary SQLite file) unless --url is given.
 """
@@ -26,11 +29,15 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from app.config import ROOT
 
-SOLUTION = ROOT / "questions" / "challenges" / "decode-step" / "solution.py"
+CHALLENGES = ROOT / "questions" / "challenges"
+SOLUTION = CHALLENGES / "decode-step" / "solution.py"
+BASELINE_SLUG = "decode-step"
+MAX_RATIO_TO_DECODE_STEP = 1.5
 
 
 class Client:
@@ -145,17 +152,30 @@ def start_server(tmp: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     raise RuntimeError("the server did not start")
 
 
-def run(base: str, n_sequential: int, n_burst: int, baseline_runs: int) -> dict[str, float | int]:
+def sequential_latencies(client: Client, slugs: list[str], n: int) -> dict[str, list[float]]:
+    """n submissions of each challenge's own solution, one at a time, the slugs interleaved."""
+    codes = {slug: (CHALLENGES / slug / "solution.py").read_text() for slug in slugs}
+    for slug in slugs:  # warm-up: first fork, first imports of each battery
+        client.submit_and_wait(slug, codes[slug])
+    latencies: dict[str, list[float]] = {slug: [] for slug in slugs}
+    for _ in range(n):
+        for slug in slugs:
+            elapsed, verdict = client.submit_and_wait(slug, codes[slug])
+            if verdict != "passed":
+                raise RuntimeError(f"the worked solution of {slug} got {verdict}")
+            latencies[slug].append(elapsed)
+    return latencies
+
+
+def run(
+    base: str, n_sequential: int, n_burst: int, baseline_runs: int, challenges: tuple[str, ...] = ()
+) -> dict[str, Any]:
     code = SOLUTION.read_text()
     baseline = cold_torch_import_s(baseline_runs)
     client = Client(base)
-    client.submit_and_wait("decode-step", code)  # warm-up: first fork, first imports
-    latencies = []
-    for _ in range(n_sequential):
-        elapsed, verdict = client.submit_and_wait("decode-step", code)
-        if verdict != "passed":
-            raise RuntimeError(f"the reference solution got {verdict}")
-        latencies.append(elapsed)
+    others = [slug for slug in dict.fromkeys(challenges) if slug != BASELINE_SLUG]
+    per_slug = sequential_latencies(client, [BASELINE_SLUG, *others], n_sequential)
+    latencies = per_slug[BASELINE_SLUG]
 
     verdicts: list[str] = []
     lock = threading.Lock()
@@ -174,7 +194,17 @@ def run(base: str, n_sequential: int, n_burst: int, baseline_runs: int) -> dict[
         t.join()
     burst_s = time.perf_counter() - burst_start
     p50, p95 = statistics.median(latencies), percentile(latencies, 0.95)
+    per_challenge = {
+        slug: {
+            "p50_ms": round(statistics.median(times) * 1000, 1),
+            "p95_ms": round(percentile(times, 0.95) * 1000, 1),
+            "p50_over_decode_step": round(statistics.median(times) / p50, 3),
+        }
+        for slug, times in per_slug.items()
+        if slug != BASELINE_SLUG
+    }
     return {
+        "challenges": per_challenge,
         "baseline_cold_import_torch_ms": round(baseline * 1000, 1),
         "p50_ms": round(p50 * 1000, 1),
         "p95_ms": round(p95 * 1000, 1),
@@ -233,18 +263,30 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--n", type=int, default=50, help="sequential submissions")
     parser.add_argument("--burst", type=int, default=100, help="concurrent submissions")
     parser.add_argument("--baseline-runs", type=int, default=5)
+    parser.add_argument(
+        "--challenge",
+        action="append",
+        default=[],
+        metavar="SLUG",
+        help="also time this challenge's solution.py against decode-step's (repeatable)",
+    )
     args = parser.parse_args(argv)
+    unknown = [slug for slug in args.challenge if not (CHALLENGES / slug / "solution.py").is_file()]
+    if unknown:
+        parser.error(f"no challenge {', '.join(unknown)} (see questions/challenges/)")
     with serving(args.url) as base:
-        figures = run(base, args.n, args.burst, args.baseline_runs)
+        figures = run(base, args.n, args.burst, args.baseline_runs, tuple(args.challenge))
     print(json.dumps(figures, indent=2))
     ok = (
         figures["p50_ms"] <= 100
         and figures["p95_ms"] <= 250
         and figures["p50_over_baseline"] <= 0.05
         and figures["burst_verdicts"] == args.burst
+        and all(c["p50_over_decode_step"] <= MAX_RATIO_TO_DECODE_STEP for c in figures["challenges"].values())
     )
     print(
-        "targets (p50 <= 100 ms, p95 <= 250 ms, p50 <= 0.05x baseline, every burst verdict):",
+        "targets (p50 <= 100 ms, p95 <= 250 ms, p50 <= 0.05x baseline, every burst verdict,"
+        f" each --challenge p50 <= {MAX_RATIO_TO_DECODE_STEP}x decode-step's):",
         "met" if ok else "NOT met",
     )
     return 0 if ok else 1
