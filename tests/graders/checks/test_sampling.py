@@ -6,6 +6,9 @@ import pytest
 import torch
 
 from graders.checks import sampling as check
+from graders.checks import sampling_variants as variants
+from graders.checks.report import close
+from graders.checks.serving_common import Rng
 from graders.reference.sampling import filter_probs
 from tests.graders.checks.helpers import (
     assert_every_known_mistake_has_a_golden_case,
@@ -116,16 +119,16 @@ def test_a_submission_that_behaves_only_on_the_defaults_probe_still_fails() -> N
     cheat = SOLUTION.replace("    if 0 < top_k < V:\n", "    if 0 < top_k < V and V <= 50:\n")
     report, _ = run(check, cheat, seed=1)
     assert not passed(report)
-    assert check.TOP_K_IGNORED in report.diagnosis
+    assert variants.TOP_K_IGNORED in report.diagnosis
 
 
 def test_the_combined_case_tells_every_wrong_order_apart() -> None:
-    rng = check.Rng(3)
-    logits, t, k, p = check.telling_case(rng, 3, 16)
+    rng = Rng(3)
+    logits, t, k, p = variants.telling_case(rng, 3, 16)
     want = filter_probs(logits.double(), t, k, p)
-    for name, wrong in check.filter_variants(logits.double(), t, k, p).items():
-        if name in check.TELLING:
-            assert not check.close(wrong, want), name
+    for name, wrong in variants.filter_variants(logits.double(), t, k, p).items():
+        if name in variants.TELLING:
+            assert not close(wrong, want), name
 
 
 ODD = {
