@@ -6,6 +6,9 @@ One run measures, on this machine:
 - p50 and p95 submit-to-verdict latency of sequential correct `decode-step` submissions,
   as a client sees it: the POST, then the long-poll `GET /api/submissions/{id}?wait=30`
   (and, alternating with those, plain polling every 10 ms, for comparison);
+- with `--challenge SLUG` (repeatable), the same for each challenge's own solution.py, its
+  submissions interleaved with decode-step's (so both meet the same machine), and each p50 as
+  a ratio of decode-step's (target: at most 1.5);
 - a burst: `--burst` concurrent submissions from `--users` guests, every one of which must
   get its verdict, while wrk loads the card page (its p50/p99 during the burst are reported).
 It starts its own server (`kvprep serve` on a temporary SQLite file) unless --url is given.
@@ -21,12 +24,16 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 from app.bench import wrk
 from app.bench.common import Client, percentile, serving
 from app.config import ROOT
 
-SOLUTION = ROOT / "questions" / "challenges" / "decode-step" / "solution.py"
+CHALLENGES = ROOT / "questions" / "challenges"
+SOLUTION = CHALLENGES / "decode-step" / "solution.py"
+BASELINE_SLUG = "decode-step"
+MAX_RATIO_TO_DECODE_STEP = 1.5
 CARD_PAGE = "/cards/what-the-cache-stores"
 
 
@@ -50,6 +57,30 @@ def sequential(client: Client, code: str, n: int) -> tuple[list[float], list[flo
             raise RuntimeError(f"the reference solution got {verdict}")
         (long_polled if long_poll else polled).append(elapsed)
     return long_polled, polled
+
+
+def per_challenge(client: Client, slugs: list[str], n: int) -> dict[str, dict[str, float]]:
+    """n long-polled submissions of each challenge's solution and of decode-step's, interleaved."""
+    codes = {slug: (CHALLENGES / slug / "solution.py").read_text() for slug in [BASELINE_SLUG, *slugs]}
+    for slug, code in codes.items():  # warm-up: first fork, first imports of each battery
+        client.submit_and_wait(slug, code, long_poll=True)
+    times: dict[str, list[float]] = {slug: [] for slug in codes}
+    for _ in range(n):
+        for slug, code in codes.items():
+            elapsed, verdict = client.submit_and_wait(slug, code, long_poll=True)
+            if verdict != "passed":
+                raise RuntimeError(f"the worked solution of {slug} got {verdict}")
+            times[slug].append(elapsed)
+    base_p50 = statistics.median(times[BASELINE_SLUG])
+    return {
+        slug: {
+            "p50_ms": round(statistics.median(t) * 1000, 1),
+            "p95_ms": round(percentile(t, 0.95) * 1000, 1),
+            "p50_over_decode_step": round(statistics.median(t) / base_p50, 3),
+        }
+        for slug, t in times.items()
+        if slug != BASELINE_SLUG
+    }
 
 
 def burst(base: str, code: str, n: int, users: int) -> dict[str, float | int]:
@@ -97,14 +128,16 @@ def burst(base: str, code: str, n: int, users: int) -> dict[str, float | int]:
     }
 
 
-def run(base: str, n: int, n_burst: int, users: int, baseline_runs: int) -> dict[str, float | int]:
+def run(
+    base: str, n: int, n_burst: int, users: int, baseline_runs: int, challenges: tuple[str, ...] = ()
+) -> dict[str, Any]:
     code = SOLUTION.read_text()
     baseline = cold_torch_import_s(baseline_runs)
     client = Client(base)
     client.submit_and_wait("decode-step", code, long_poll=True)  # warm-up: first fork, first imports
     long_polled, polled = sequential(client, code, n)
     p50 = statistics.median(long_polled)
-    figures: dict[str, float | int] = {
+    figures: dict[str, Any] = {
         "baseline_cold_import_torch_ms": round(baseline * 1000, 1),
         "p50_ms": round(p50 * 1000, 1),
         "p95_ms": round(percentile(long_polled, 0.95) * 1000, 1),
@@ -112,6 +145,9 @@ def run(base: str, n: int, n_burst: int, users: int, baseline_runs: int) -> dict
         "polling_10ms_p50_ms": round(statistics.median(polled) * 1000, 1),
         "polling_10ms_p95_ms": round(percentile(polled, 0.95) * 1000, 1),
     }
+    others = [slug for slug in dict.fromkeys(challenges) if slug != BASELINE_SLUG]
+    if others:
+        figures["challenges"] = per_challenge(client, others, n)
     if n_burst:
         figures.update(burst(base, code, n_burst, users))
     return figures
@@ -124,20 +160,35 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--burst", type=int, default=200, help="concurrent submissions")
     parser.add_argument("--users", type=int, default=50, help="guests the burst's submissions come from")
     parser.add_argument("--baseline-runs", type=int, default=5)
+    parser.add_argument(
+        "--challenge",
+        action="append",
+        default=[],
+        metavar="SLUG",
+        help="also time this challenge's solution.py against decode-step's (repeatable)",
+    )
     args = parser.parse_args(argv)
+    unknown = [slug for slug in args.challenge if not (CHALLENGES / slug / "solution.py").is_file()]
+    if unknown:
+        parser.error(f"no challenge {', '.join(unknown)} (see questions/challenges/)")
     if args.burst and shutil.which("wrk") is None:
         parser.error("the burst's page latency needs wrk (Debian: apt-get install wrk); or --burst 0")
     with serving(args.url) as base:
-        figures = run(base, args.n, args.burst, args.users, args.baseline_runs)
+        figures = run(base, args.n, args.burst, args.users, args.baseline_runs, tuple(args.challenge))
     print(json.dumps(figures, indent=2))
     ok = (
         figures["p50_ms"] <= 100
         and figures["p95_ms"] <= 250
         and figures["p50_over_baseline"] <= 0.04
         and figures.get("burst_verdicts", 0) == args.burst
+        and all(
+            c["p50_over_decode_step"] <= MAX_RATIO_TO_DECODE_STEP
+            for c in figures.get("challenges", {}).values()
+        )
     )
     print(
-        "targets (p50 <= 100 ms, p95 <= 250 ms, p50 <= 0.04x baseline, every burst verdict):",
+        "targets (p50 <= 100 ms, p95 <= 250 ms, p50 <= 0.04x baseline, every burst verdict,"
+        f" each --challenge p50 <= {MAX_RATIO_TO_DECODE_STEP}x decode-step's):",
         "met" if ok else "NOT met",
     )
     return 0 if ok else 1

@@ -24,6 +24,10 @@ CHALLENGE_MODULES = {
     "kv-cache-buffer": "graders.checks.kv_cache_buffer",
     "kv-cache-bytes": "graders.checks.kv_cache_bytes",
     "numpy-cached-generation": "graders.checks.numpy_cached_generation",
+    "paged-kv-cache": "graders.checks.paged_kv_cache",
+    "speculative-decoding": "graders.checks.speculative_decoding",
+    "sampling": "graders.checks.sampling",
+    "int8-kv-cache": "graders.checks.int8_kv_cache",
 }
 
 __all__ = ["CHALLENGE_MODULES", "CheckReport", "load_check"]

@@ -98,7 +98,14 @@ class SandboxSession:
     def has(self, name: str) -> bool:
         return bool(self._request({"op": "has", "name": name}))
 
-    def call(self, target: str | Handle, *args: Any, keep: Keep = False, **kwargs: Any) -> Any:
+    def call(
+        self,
+        target: str | Handle,
+        *args: Any,
+        keep: Keep = False,
+        memory_error_is_data: bool = False,
+        **kwargs: Any,
+    ) -> Any:
         encoder = wire.Encoder()
         header = {
             "op": "call",
@@ -107,6 +114,8 @@ class SandboxSession:
             "kwargs": encoder.encode(dict(kwargs)),
             "keep": keep if keep == "both" else bool(keep),
         }
+        if memory_error_is_data:
+            header["memory_error_is_data"] = True
         return self._request(header, encoder.parts)
 
     def new_dict(self, initial: dict[str, Any] | None = None) -> Handle:

@@ -78,7 +78,14 @@ class InProcessSession:
     def has(self, name: str) -> bool:
         return name in self.module.__dict__
 
-    def call(self, target: str | Handle, *args: Any, keep: Keep = False, **kwargs: Any) -> Any:
+    def call(
+        self,
+        target: str | Handle,
+        *args: Any,
+        keep: Keep = False,
+        memory_error_is_data: bool = False,  # in-process, every exception is data
+        **kwargs: Any,
+    ) -> Any:
         fn = self.module.__dict__[target] if isinstance(target, str) else _to_wire(target, self._objects)
         wire_args = [_to_wire(a, self._objects) for a in args]
         wire_kwargs = {k: _to_wire(v, self._objects) for k, v in kwargs.items()}

@@ -268,7 +268,10 @@ class Runtime:
         except SystemExit as exc:
             return {"exit": _text(exc.code)}, []
         except BaseException as exc:  # noqa: BLE001 - the submission's exception is data
-            if self._is_memory(exc):
+            # A call that expects MemoryError as an answer gets it as one; a real exhaustion
+            # there then reads as "raised MemoryError", which gives the submission nothing it
+            # could not get by raising MemoryError itself.
+            if self._is_memory(exc) and not (op == "call" and req.get("memory_error_is_data") is True):
                 return {"limit": "memory_limit", "message": f"{type(exc).__name__}: {_text(exc)}"}, []
             return {"raised": [type(exc).__name__, _text(exc)]}, []
         raise wire.WireError(f"unknown operation {op!r}")

@@ -63,13 +63,22 @@ class Session(Protocol):
     def has(self, name: str) -> bool:
         """True when the submission's module defines `name` at top level."""
 
-    def call(self, target: str | Handle, *args: Any, keep: Keep = False, **kwargs: Any) -> Any:
+    def call(
+        self,
+        target: str | Handle,
+        *args: Any,
+        keep: Keep = False,
+        memory_error_is_data: bool = False,
+        **kwargs: Any,
+    ) -> Any:
         """Call a top-level function or class by name, or a Handle (or a Handle's attribute).
 
         The result comes back decoded as data; with keep=True, or when it is not
         plain data, it stays on the other side and a Handle comes back instead; with
         keep="both" it stays there and comes back too, as (Handle, value).
-        Raises SubmissionError when the submission's code raises.
+        Raises SubmissionError when the submission's code raises. A MemoryError ends the
+        session at the memory limit, unless memory_error_is_data: then it is an answer like
+        any other exception (a paged cache must raise it when its blocks run out).
         """
 
     def new_dict(self, initial: dict[str, Any] | None = None) -> Handle:

@@ -304,7 +304,8 @@ def decode(
     if tag == "ndarray":
         return _decode_array(value, payload)
     if tag == "torch.dtype":
-        dtype = TORCH_DTYPES.get(value.get("name"))  # type: ignore[arg-type]
+        name = value.get("name")
+        dtype = TORCH_DTYPES.get(name) if type(name) is str else None
         if dtype is None:
             raise WireError(f"dtype {value.get('name')!r} is not allowed")
         return dtype

@@ -32,6 +32,10 @@ STARTER_DIAGNOSIS: dict[str, list[str]] = {
     "kv-cache-buffer": [],
     "kv-cache-bytes": [],
     "numpy-cached-generation": [],
+    "paged-kv-cache": ["your code raised NotImplementedError"],
+    "speculative-decoding": ["your code raised NotImplementedError"],
+    "sampling": ["your code raised NotImplementedError"],
+    "int8-kv-cache": ["your code raised NotImplementedError"],
 }
 
 

@@ -10,16 +10,11 @@ from fastapi.testclient import TestClient
 
 from app.config import ROOT, Settings
 from app.main import create_app
+from graders.checks import CHALLENGE_MODULES
 
 CHALLENGES = ROOT / "questions" / "challenges"
-SLUGS = [
-    "fix-causal-attention",
-    "decode-step",
-    "gqa-attention",
-    "kv-cache-buffer",
-    "kv-cache-bytes",
-    "numpy-cached-generation",
-]
+SLUGS = list(CHALLENGE_MODULES)  # every challenge with a grader, in the registry's order
+SERVING = ["paged-kv-cache", "speculative-decoding", "sampling", "int8-kv-cache"]
 
 
 @pytest.fixture
@@ -56,6 +51,17 @@ def test_challenge_list_and_detail(client: TestClient) -> None:
     assert client.get("/api/challenges/nope").status_code == 404
     assert client.get("/challenges").status_code == 200
     assert client.get("/challenges/gqa-attention").status_code == 200
+
+
+@pytest.mark.parametrize("slug", SERVING)
+def test_the_serving_challenges_are_listed_and_served(client: TestClient, slug: str) -> None:
+    listed = {c["slug"]: c for c in client.get("/api/challenges").json()}
+    assert slug in listed
+    detail = client.get(f"/api/challenges/{slug}").json()
+    assert detail["prompt"] and detail["starter_code"] and detail["entry_point"]
+    page = client.get("/challenges", headers={"Accept": "text/html"}).text
+    assert f'href="/challenges/{slug}"' in page and listed[slug]["title"].split(":")[0] in page
+    assert client.get(f"/challenges/{slug}").status_code == 200
 
 
 @pytest.mark.parametrize("slug", ["fix-causal-attention", "kv-cache-bytes"])

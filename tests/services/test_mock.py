@@ -372,3 +372,34 @@ def test_a_guests_interviews_move_to_the_account(db: Session, settings: Settings
     assert mocks.get_mock(session=db, user_id=account.id, mock_id=mock_id) is not None
     assert mocks.get_mock(session=db, user_id=guest_id, mock_id=mock_id) is None
     assert not db.exec(select(CardProgress).where(CardProgress.user_id == guest_id)).all()
+
+
+@pytest.mark.parametrize("slug", ["paged-kv-cache", "speculative-decoding", "sampling", "int8-kv-cache"])
+def test_the_coding_question_can_be_a_serving_challenge(db: Session, settings: Settings, slug: str) -> None:
+    """Asked for a serving challenge's topic and difficulty, the mock interview draws it."""
+    challenge = catalog().challenge(slug)
+    assert challenge is not None
+    topics, difficulty = tuple(challenge.meta.topics[:1]), challenge.meta.difficulty.value
+    draws = Counter(
+        mocks.choose_challenge(
+            catalog=catalog(), passed=set(), topics=topics, difficulty=difficulty, topic_weight={},
+            rng=random.Random(seed),
+        ).slug  # type: ignore[union-attr]
+        for seed in range(100)
+    )  # fmt: skip
+    assert draws[slug] >= 10
+    for seed in range(30):  # and a whole mock interview set up that way has it as its coding question
+        user = make_user(db, guest_token=f"g-{slug}-{seed}")
+        mock = start(
+            db,
+            settings,
+            user,
+            minutes=15,
+            topics=topics,
+            difficulty=difficulty,
+            with_challenge=True,
+            seed=seed,
+        )
+        if any(i.challenge == slug for i in mocks.mock_items(session=db, mock=mock)):
+            return
+    raise AssertionError(f"no mock interview drew {slug}")

@@ -12,7 +12,7 @@ import torch
 from graders.limits import Limits
 from graders.sandbox.client import shared_client
 from graders.sandbox.inprocess import InProcessSession
-from graders.sandbox.session import Handle, LoadError, SubmissionError
+from graders.sandbox.session import Handle, LimitExceeded, LoadError, SubmissionError
 
 SUBMISSION = """
 import numpy as np
@@ -50,6 +50,9 @@ def mixed():
 def chatty():
     print("hello from the submission")
     return 1
+
+def no_room():
+    raise MemoryError("no free blocks")
 """
 
 VALUES: list[Any] = [
@@ -64,6 +67,7 @@ VALUES: list[Any] = [
     (),
     {"a": 1, 2: "b"},
     torch.randn(3, 4),
+    torch.float64,
     torch.arange(6).reshape(2, 3),
     torch.tensor([True, False]),
     torch.randn(2, 3).to(torch.bfloat16),
@@ -203,3 +207,18 @@ def test_bytes_written_to_stdout_buffer_are_captured_too() -> None:
         session.load("import sys\ndef shout():\n    sys.stdout.buffer.write(b'raw bytes')\n    return 1\n")
         session.call("shout")
         assert "raw bytes" in session.output()
+
+
+def test_a_memory_error_can_be_an_answer_when_the_check_expects_one(session: Any) -> None:
+    with pytest.raises(SubmissionError) as info:
+        session.call("no_room", memory_error_is_data=True)
+    assert (info.value.type_name, info.value.message) == ("MemoryError", "no free blocks")
+    assert session.call("ident", 3) == 3  # the session goes on
+
+
+def test_otherwise_a_memory_error_ends_the_session_at_the_memory_limit() -> None:
+    with shared_client().open(Limits()) as session:
+        session.load(SUBMISSION)
+        with pytest.raises(LimitExceeded) as info:
+            session.call("no_room")
+        assert info.value.verdict == "memory_limit"

@@ -48,6 +48,8 @@ def test_values_round_trip() -> None:
         tensor_entry(shape=[1] * 40),
         {"$": "ndarray", "dtype": "O", "shape": [1], "offset": 0, "nbytes": 8},
         {"$": "pickle", "data": "gASVAAAAAAAAAAA="},
+        {"$": "torch.dtype", "name": "complex64"},
+        {"$": "torch.dtype", "name": ["float32"]},
         {"$": "dict", "items": [[[1], 2]]},
         {"$": "handle", "id": "1"},
         {"plain": "object"},

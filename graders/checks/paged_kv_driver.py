@@ -1,0 +1,200 @@
+"""The paged-kv-cache battery's driver: one submission cache and the reference, fed the same calls.
+
+Which physical block a cache hands out is its own business, so the driver compares only what
+the contract fixes: num_free_blocks() after every call, block-table lengths, the tables a fork
+shares, gather, and the submission's own k_blocks / v_blocks read through its own tables. The
+mistake sentences live here because the driver names most of them as it compares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from graders.checks.report import CheckReport, Mismatch, as_tensor, close, explain_difference
+from graders.checks.serving_common import Rng, as_int_list
+from graders.reference.paged_cache import PagedKVCache, blocks_for
+from graders.sandbox.session import Session, SubmissionError
+
+ENTRY_POINT = "PagedKVCache"
+
+RESERVES = "blocks are reserved up front: a sequence of length L holds exactly ceil(L / block_size) blocks"
+OFF_BY_ONE = "a block that fills exactly takes one block too many (allocate when the next token has no slot)"
+NO_MEMORY_ERROR = "running out of free blocks must raise MemoryError"
+CHANGES_ON_ERROR = "a failed append changes the cache: check the free blocks before writing anything"
+NOT_REUSED = "freed blocks are not returned to the free list"
+FORK_COPIES = "fork allocates or copies blocks: the child shares every block of its parent"
+NO_COPY_ON_WRITE = "an append writes into a last block another sequence shares: copy it first (copy-on-write)"
+COPY_ONE_WAY = (
+    "copy-on-write only happens for the child: the parent's append into the shared block must copy too"
+)
+COPIES_TOO_MUCH = "copy-on-write copies more than the shared, partly full last block"
+FREE_SHARED = "free returns blocks another sequence still holds (count holders per block)"
+GATHER_ORDER = "gather reads the blocks in index order, not in block-table order"
+KV_SWAPPED = "keys and values are swapped"
+UNKNOWN_ID = "an unknown seq_id must raise KeyError"
+DTYPE_IGNORED = "the dtype argument is ignored: the blocks must be allocated in the dtype asked for"
+STALE_SLOTS = (
+    "paged_attention reads the whole last block, stale slots included: attend over the first L positions only"
+)
+NOT_SCALED = "paged_attention does not divide the scores by sqrt(head_dim)"
+KNOWN_MISTAKES = (
+    RESERVES, OFF_BY_ONE, NO_MEMORY_ERROR, CHANGES_ON_ERROR, NOT_REUSED, FORK_COPIES, NO_COPY_ON_WRITE,
+    COPY_ONE_WAY, COPIES_TOO_MUCH, FREE_SHARED, GATHER_ORDER, KV_SWAPPED, UNKNOWN_ID, DTYPE_IGNORED,
+    STALE_SLOTS, NOT_SCALED,
+)  # fmt: skip
+
+
+Offsets = dict[str, int | str]
+
+
+@dataclass(frozen=True)
+class Dims:
+    n_blocks: int
+    block_size: int
+    n_heads: int
+    head_dim: int
+
+    def __str__(self) -> str:
+        return (
+            f"n_blocks={self.n_blocks} block_size={self.block_size} "
+            f"n_heads={self.n_heads} head_dim={self.head_dim}"
+        )
+
+
+def _fail(report: CheckReport, mistake: str, message: str) -> Mismatch:
+    report.diagnose(mistake)
+    return Mismatch(f"{message}: {mistake}")
+
+
+class Driver:
+    """One submission cache and the reference, driven by the same calls."""
+
+    def __init__(
+        self, report: CheckReport, session: Session, rng: Rng, dims: Dims, dtype: torch.dtype | None = None
+    ):
+        self.report, self.session, self.rng, self.dims = report, session, rng, dims
+        self.dtype = dtype or torch.float32
+        args = (dims.n_blocks, dims.block_size, dims.n_heads, dims.head_dim)
+        if not session.has(ENTRY_POINT):
+            raise Mismatch("define class PagedKVCache at the top level of your file")
+        kwargs: dict[str, Any] = {"dtype": dtype} if dtype is not None else {}
+        self.cache = session.call(ENTRY_POINT, *args, keep=True, **kwargs)
+        self.ref = PagedKVCache(*args, dtype=self.dtype)
+        self.log: list[str] = []
+
+    def method(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        try:
+            target = getattr(self.cache, name)
+        except AttributeError:
+            raise Mismatch(f"PagedKVCache has no method {name}") from None
+        return self.session.call(target, *args, **kwargs)
+
+    def where(self) -> str:
+        return "after " + ", ".join(self.log[-4:]) if self.log else "on a new cache"
+
+    def free_blocks(self) -> int:
+        got = self.method("num_free_blocks")
+        if type(got) is not int:
+            raise Mismatch(f"num_free_blocks() should return an int, got {type(got).__name__}")
+        return got
+
+    def expect_free(self, mistakes: Offsets | None = None) -> None:
+        """num_free_blocks() equals the reference's.
+
+        `mistakes` maps a mistake to the difference (got - expected) it shows: a number, or
+        "fewer" / "more" for any difference of that sign."""
+        got, want = self.free_blocks(), self.ref.num_free_blocks()
+        if got != want:
+            message = f"{self.where()}: num_free_blocks() is {got}, expected {want} of {self.dims.n_blocks}"
+            for mistake, offset in (mistakes or {}).items():
+                if (
+                    offset == got - want
+                    or (offset == "fewer" and got < want)
+                    or (offset == "more" and got > want)
+                ):
+                    raise _fail(self.report, mistake, message)
+            raise Mismatch(message)
+
+    def kv(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        H, hd = self.dims.n_heads, self.dims.head_dim
+        k = self.rng.randn(H, n, hd).to(self.dtype) * 2 + 1  # keys and values differ in distribution
+        v = self.rng.randn(H, n, hd).to(self.dtype) * 0.5 - 1
+        if self.dtype == torch.float64:  # values a float32 cache could not hold
+            k, v = k + 1e-9, v - 1e-9
+        return k, v
+
+    def append(self, seq: Hashable, n: int, mistakes: Offsets | None = None) -> None:
+        k, v = self.kv(n)
+        self.log.append(f"append({seq!r}, n={n})")
+        self.ref.append(seq, k, v)
+        self.method("append", seq, k, v)
+        self.expect_free(mistakes)
+
+    def fork(self, src: Hashable, dst: Hashable) -> None:
+        self.log.append(f"fork({src!r}, {dst!r})")
+        self.ref.fork(src, dst)
+        self.method("fork", src, dst)
+        self.expect_free({FORK_COPIES: "fewer"})
+        table = self.table(dst)
+        if table != self.table(src):
+            raise _fail(self.report, FORK_COPIES, f"after fork({src!r}, {dst!r}) the child's blocks {table} "
+                        f"are not the parent's {self.table(src)}")  # fmt: skip
+
+    def free(self, seq: Hashable, mistakes: Offsets | None = None) -> None:
+        self.log.append(f"free({seq!r})")
+        self.ref.free(seq)
+        self.method("free", seq)
+        self.expect_free(mistakes)
+
+    def table(self, seq: Hashable) -> list[int]:
+        return as_int_list(self.method("block_table", seq), f"block_table({seq!r})")
+
+    def check_sequence(self, seq: Hashable) -> None:
+        """block_table length, gather, and the submission's own blocks read through its table."""
+        length = self.ref.lengths[seq]
+        table = self.table(seq)
+        want_blocks = blocks_for(length, self.dims.block_size)
+        if len(table) != want_blocks:
+            message = (
+                f"{self.where()}: sequence {seq!r} of length {length} holds {len(table)} blocks, "
+                f"expected {want_blocks}"
+            )
+            if length % self.dims.block_size == 0 and len(table) == want_blocks + 1:
+                raise _fail(self.report, OFF_BY_ONE, message)
+            raise _fail(self.report, RESERVES, message) if len(table) > want_blocks else Mismatch(message)
+        want_k, want_v = self.ref.gather(seq)
+        got = self.method("gather", seq)
+        if not isinstance(got, tuple | list) or len(got) != 2:
+            raise Mismatch(f"gather({seq!r}) should return a pair (k, v), got {type(got).__name__}")
+        got_k, got_v = as_tensor(got[0], "k"), as_tensor(got[1], "v")
+        for g, w, what in ((got_k, want_k, "k"), (got_v, want_v, "v")):
+            if g.dtype != w.dtype:
+                mistake = DTYPE_IGNORED if self.dtype != torch.float32 else None
+                message = (
+                    f"gather({seq!r}) returned {what} of dtype {g.dtype}, the cache was built for {w.dtype}"
+                )
+                raise _fail(self.report, mistake, message) if mistake else Mismatch(message)
+            if not close(g, w):
+                message = f"{self.where()}: gather({seq!r}) " + explain_difference(g, w, what)
+                if close(got_k, want_v) and close(got_v, want_k):
+                    raise _fail(self.report, KV_SWAPPED, message)
+                if self._blocks_in_index_order(table, length, g, what):
+                    raise _fail(self.report, GATHER_ORDER, message)
+                raise Mismatch(message)
+
+    def _blocks_in_index_order(self, table: list[int], length: int, got: torch.Tensor, what: str) -> bool:
+        if sorted(table) == table:
+            return False
+        try:
+            blocks = self.session.get(getattr(self.cache, f"{what}_blocks"))
+        except (TypeError, KeyError, AttributeError, SubmissionError):
+            return False
+        if not isinstance(blocks, torch.Tensor) or blocks.dim() != 4:
+            return False
+        H, hd = self.dims.n_heads, self.dims.head_dim
+        in_order = blocks[sorted(table)].transpose(0, 1).reshape(H, -1, hd)[:, :length]
+        return close(got, in_order)
