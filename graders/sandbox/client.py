@@ -35,7 +35,14 @@ from typing import Any
 import graders
 from graders.limits import Limits
 from graders.sandbox import wire
-from graders.sandbox.session import Handle, LimitExceeded, LoadError, SubmissionError
+from graders.sandbox.session import (
+    Handle,
+    LimitExceeded,
+    LoadError,
+    SubmissionError,
+    measured_reply,
+    storages_reply,
+)
 
 log = logging.getLogger("graders.sandbox")
 
@@ -102,6 +109,23 @@ class SandboxSession:
             "keep": bool(keep),
         }
         return self._request(header, encoder.parts)
+
+    def call_measured(
+        self, target: str | Handle, *args: Any, keep: bool = False, **kwargs: Any
+    ) -> tuple[Any, int]:
+        encoder = wire.Encoder()
+        header = {
+            "op": "call",
+            "target": target if isinstance(target, str) else encoder.encode(target),
+            "args": encoder.encode(list(args)),
+            "kwargs": encoder.encode(dict(kwargs)),
+            "keep": bool(keep),
+            "measure": True,
+        }
+        return measured_reply(self._request(header, encoder.parts))
+
+    def storages(self, handle: Handle) -> list[tuple[int, int]]:
+        return storages_reply(self._request({"op": "storages", "handle": wire.Encoder().encode(handle)}))
 
     def new_dict(self, initial: dict[str, Any] | None = None) -> Handle:
         encoder = wire.Encoder()

@@ -8,6 +8,7 @@ bytes of every tensor and array in it, back to back. In the header a value is on
     {"$": "dict", "items": [[key, value], ...]}     (keys are strings or ints)
     {"$": "tensor" | "ndarray", "dtype": "float32", "shape": [2, 3], "offset": 0, "nbytes": 24}
     {"$": "handle", "id": 3, "attr": null}          (an object that stays in the child)
+    {"$": "dtype", "name": "float64"}               (a torch dtype from the allow-list below)
 
 The grader decodes what a child sends with `torch.frombuffer` / `np.frombuffer` over fresh
 copies, after checking the dtype against an allow-list and the shape against the byte
@@ -191,6 +192,8 @@ class Encoder:
             return value
         if isinstance(value, Handle):
             return {"$": "handle", "id": value.id, "attr": value.attr}
+        if kind is torch.dtype and value in _TORCH_NAMES:
+            return {"$": "dtype", "name": _TORCH_NAMES[value]}
         if issubclass(kind, _Tensor):
             return self._tensor(value)
         if issubclass(kind, _ndarray):
@@ -276,6 +279,10 @@ def decode(
         return _decode_tensor(value, payload)
     if tag == "ndarray":
         return _decode_array(value, payload)
+    if tag == "dtype":
+        if value.get("name") not in TORCH_DTYPES:
+            raise WireError(f"dtype {value.get('name')!r} is not allowed")
+        return TORCH_DTYPES[value["name"]]
     items = value.get("items")
     if tag in ("list", "tuple"):
         if type(items) is not list:
