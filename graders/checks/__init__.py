@@ -24,6 +24,7 @@ CHALLENGE_MODULES = {
     "kv-cache-buffer": "graders.checks.kv_cache_buffer",
     "kv-cache-bytes": "graders.checks.kv_cache_bytes",
     "numpy-cached-generation": "graders.checks.numpy_cached_generation",
+    "rope-cached-attention": "graders.checks.rope_cached_attention",
 }
 
 __all__ = ["CHALLENGE_MODULES", "CheckReport", "load_check"]

@@ -32,6 +32,10 @@ STARTER_DIAGNOSIS: dict[str, list[str]] = {
     "kv-cache-buffer": [],
     "kv-cache-bytes": [],
     "numpy-cached-generation": [],
+    "rope-cached-attention": ["your code raised NotImplementedError"],
+    "left-padded-decoding": ["your code raised NotImplementedError"],
+    "tiled-attention": ["your code raised NotImplementedError"],
+    "sliding-window-cache": ["your code raised NotImplementedError"],
 }
 
 
