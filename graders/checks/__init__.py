@@ -25,6 +25,7 @@ CHALLENGE_MODULES = {
     "kv-cache-bytes": "graders.checks.kv_cache_bytes",
     "numpy-cached-generation": "graders.checks.numpy_cached_generation",
     "rope-cached-attention": "graders.checks.rope_cached_attention",
+    "left-padded-decoding": "graders.checks.left_padded_decoding",
 }
 
 __all__ = ["CHALLENGE_MODULES", "CheckReport", "load_check"]
