@@ -26,6 +26,7 @@ CHALLENGE_MODULES = {
     "numpy-cached-generation": "graders.checks.numpy_cached_generation",
     "rope-cached-attention": "graders.checks.rope_cached_attention",
     "left-padded-decoding": "graders.checks.left_padded_decoding",
+    "tiled-attention": "graders.checks.tiled_attention",
 }
 
 __all__ = ["CHALLENGE_MODULES", "CheckReport", "load_check"]

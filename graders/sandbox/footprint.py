@@ -2,30 +2,34 @@
 
 Two measurements, both of the child's own objects:
 
-- `measured_call(fn, args, kwargs)`: runs one call under a TorchDispatchMode and tracemalloc
-  and returns `(result, largest)`, `largest` being the most floating-point elements any one
-  tensor held that an operation of the call created (a fresh allocation: views and in-place
-  results share an input's storage and are not counted), or any NumPy array it allocated
-  (NumPy reports its buffers to tracemalloc; the peak is converted at 4 bytes per element).
+- `measured_call(fn, args, kwargs)`: runs one call under a TorchFunctionMode and returns
+  `(result, largest)`, `largest` being the most floating-point elements any one tensor held
+  that a torch function or Tensor method of the call returned fresh (views and in-place
+  results share an input's storage and are not counted).
   The tiled-attention battery measures *every* call this way, so a submission cannot behave
   one way when measured and another way when not.
 - `storages(obj)`: the distinct tensor storages reachable from an object through its
   attributes and the lists, tuples and dicts in them (a few levels deep), as
   `(data_ptr, nbytes)` pairs: enough to see a cache's storage grow or move between calls.
 
+Why a TorchFunctionMode and not a TorchDispatchMode: the first dispatch mode a process enters
+imports some 800 modules (sympy, torch._dynamo: seconds), and the function level sees every
+tensor the submission's own code makes. It does not see inside one fused call: the internals
+of scaled_dot_product_attention count as its output only, and NumPy arrays are not seen
+(tracemalloc would see them, at about twice the cost of a call; torch is what the contract
+hands in and expects back).
+
 What this does not protect against: it runs in the submission's process, so a submission
-that goes looking for the mode or for tracemalloc can switch them off and under-report.
+that goes looking for the mode can switch it off and under-report.
 The numerical tests never depend on it; these are checks of honest designs.
 """
 
 from __future__ import annotations
 
-import tracemalloc
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
+from torch.overrides import TorchFunctionMode
 
 MAX_DEPTH = 4
 MAX_OBJECTS = 10_000
@@ -38,38 +42,42 @@ def _storage_ptr(t: torch.Tensor) -> int:
         return 0
 
 
-class _LargestFloatTensor(TorchDispatchMode):
-    """Records the largest freshly allocated floating-point tensor any operation returns."""
+def _tensors(value: Any, depth: int = 0) -> list[torch.Tensor]:
+    """The tensors in a function's arguments or result (lists, tuples, dicts; a few levels)."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if depth < 3 and isinstance(value, list | tuple):
+        return [t for item in value for t in _tensors(item, depth + 1)]
+    if depth < 3 and isinstance(value, dict):
+        return [t for item in value.values() for t in _tensors(item, depth + 1)]
+    return []
+
+
+class _LargestFloatTensor(TorchFunctionMode):
+    """Records the largest freshly allocated floating-point tensor any torch function returns."""
 
     def __init__(self) -> None:
         super().__init__()
         self.largest = 0
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
-        inputs = {_storage_ptr(t) for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)}
-        for t in tree_flatten(out)[0]:
-            if isinstance(t, torch.Tensor) and t.is_floating_point() and _storage_ptr(t) not in inputs:
+        fresh = [t for t in _tensors(out) if t.is_floating_point() and t.numel() > self.largest]
+        if not fresh:
+            return out
+        inputs = {_storage_ptr(t) for t in _tensors((args, kwargs))}
+        for t in fresh:
+            if _storage_ptr(t) not in inputs:
                 self.largest = max(self.largest, t.numel())
         return out
 
 
 def measured_call(fn: Any, args: Any, kwargs: Any) -> tuple[Any, int]:
-    """fn(*args, **kwargs) and the largest float tensor (or NumPy array) it built, in elements."""
-    was_tracing = tracemalloc.is_tracing()
-    if not was_tracing:
-        tracemalloc.start()
-    tracemalloc.reset_peak()
-    base = tracemalloc.get_traced_memory()[0]
+    """fn(*args, **kwargs) and the largest floating-point tensor it built, in elements."""
     mode = _LargestFloatTensor()
-    try:
-        with mode:
-            result = fn(*args, **kwargs)
-        peak = tracemalloc.get_traced_memory()[1] if tracemalloc.is_tracing() else 0
-    finally:
-        if not was_tracing:
-            tracemalloc.stop()
-    return result, max(mode.largest, (peak - base) // 4)
+    with mode:
+        result = fn(*args, **kwargs)
+    return result, mode.largest
 
 
 def storages(obj: Any) -> list[tuple[int, int]]:
