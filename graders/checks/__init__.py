@@ -27,6 +27,7 @@ CHALLENGE_MODULES = {
     "rope-cached-attention": "graders.checks.rope_cached_attention",
     "left-padded-decoding": "graders.checks.left_padded_decoding",
     "tiled-attention": "graders.checks.tiled_attention",
+    "sliding-window-cache": "graders.checks.sliding_window_cache",
 }
 
 __all__ = ["CHALLENGE_MODULES", "CheckReport", "load_check"]
