@@ -124,6 +124,21 @@ class SandboxSession:
         }
         return measured_reply(self._request(header, encoder.parts))
 
+    def call_and_storages(self, target: Handle, *args: Any, of: Handle) -> tuple[Any, list[tuple[int, int]]]:
+        encoder = wire.Encoder()
+        header = {
+            "op": "call",
+            "target": encoder.encode(target),
+            "args": encoder.encode(list(args)),
+            "kwargs": encoder.encode({}),
+            "keep": False,
+            "storages_of": encoder.encode(of),
+        }
+        reply = self._request(header, encoder.parts)
+        if type(reply) is not list or len(reply) != 2:
+            raise SubmissionError("RuntimeError", "the call's reply was tampered with")
+        return reply[0], storages_reply(reply[1])
+
     def storages(self, handle: Handle) -> list[tuple[int, int]]:
         return storages_reply(self._request({"op": "storages", "handle": wire.Encoder().encode(handle)}))
 

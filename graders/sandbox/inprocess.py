@@ -104,6 +104,9 @@ class InProcessSession:
             raise SubmissionError(type(exc).__name__, str(exc)) from None
         return (self._keep(result) if keep else self._from_wire(result)), largest
 
+    def call_and_storages(self, target: Handle, *args: Any, of: Handle) -> tuple[Any, list[tuple[int, int]]]:
+        return self.call(target, *args), self.storages(of)
+
     def storages(self, handle: Handle) -> list[tuple[int, int]]:
         from graders.sandbox.footprint import storages
 

@@ -8,6 +8,7 @@ Requests come from the grader over the child's socket (graders/sandbox/wire.py f
     {"op": "setitem", "handle", "key", "value"}
     {"op": "call", ..., "measure": true}    the reply is [result, largest float tensor] (footprint.py)
     {"op": "storages", "handle"}            the tensor storages an object holds (footprint.py)
+    {"op": "call", ..., "storages_of": h}   the reply is [result, storages of h after the call]
 
 and each gets exactly one reply:
 
@@ -230,6 +231,9 @@ class Runtime:
         result = fn(*args, **kwargs)
         if req.get("keep"):
             result = self.keep(result)
+        if req.get("storages_of") is not None:  # one round trip for a call and the check after it
+            found = storages(self.resolve(wire.decode_handle(req.get("storages_of"))))
+            result = [result, [list(pair) for pair in found]]
         header, parts = wire.encode(result, keep=self.keep)
         return {"ok": header}, parts
 

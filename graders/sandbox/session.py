@@ -91,6 +91,9 @@ class Session(Protocol):
         """`call`, measured: (result, the most floating-point elements any one tensor or NumPy array
         the call allocated held). See graders/sandbox/footprint.py for what it counts."""
 
+    def call_and_storages(self, target: Handle, *args: Any, of: Handle) -> tuple[Any, list[tuple[int, int]]]:
+        """`call(target, *args)`, then `storages(of)`, in one round trip."""
+
     def storages(self, handle: Handle) -> list[tuple[int, int]]:
         """(data_ptr, nbytes) of every tensor storage the object behind `handle` holds."""
 
