@@ -335,71 +335,29 @@ def run(session: Session, seed: int | None = None) -> CheckReport:
             _tiled_test(session, report, q, k, v, bs, causal, MASKED_BLOCK_NAN if masked_blocks else NAN),
         )
 
-    Tk = rng.choice([12, 16, 20])
-    tiled(
-        f"matches full attention, block_size 4 divides Tk={Tk}, causal left out, B=2 H=3 hd=8",
-        2,
-        3,
-        Tk,
-        Tk,
-        8,
-        4,
-        None,
-    )
-    Tk = rng.choice([13, 17, 23])
-    bs = rng.choice([5, 6])
-    tiled(
-        f"a last partial block: Tk={Tk} with block_size={bs}, causal=True, B=2 H=2 hd=16",
-        2,
-        2,
-        Tk,
-        Tk,
-        16,
-        bs,
-        True,
-    )
-    Tq, Tk = rng.randrange(2, 5), rng.randrange(9, 14)
-    tiled(
-        f"the causal offset for Tq={Tq} < Tk={Tk}: query i sits at Tk - Tq + i, block_size=4, B=1 H=2",
-        1,
-        2,
-        Tq,
-        Tk,
-        8,
-        4,
-        True,
-    )
-    tiled(
-        "fully masked blocks: causal Tq=Tk=16 with block_size=3, where query 0 sees one key, B=1 H=1",
-        1,
-        1,
-        16,
-        16,
-        8,
-        3,
-        True,
-    )
-    Tq, Tk = rng.randrange(3, 7), rng.randrange(8, 15)
-    tiled(
-        f"cross-attention shape Tq={Tq}, Tk={Tk}, causal=False passed, block_size=1, B=3 H=1 hd=6",
-        3,
-        1,
-        Tq,
-        Tk,
-        6,
-        1,
-        False,
-    )
-    tiled(
-        "block_size larger than Tk (a single block), causal=True, B=1 H=2 Tq=Tk=5 hd=8",
-        1,
-        2,
-        5,
-        5,
-        8,
-        64,
-        True,
-    )
+    Tk, Tk2, bs2 = rng.choice([12, 16, 20]), rng.choice([13, 17, 23]), rng.choice([5, 6])
+    Tq3, Tk3 = rng.randrange(2, 5), rng.randrange(9, 14)
+    Tq5, Tk5 = rng.randrange(3, 7), rng.randrange(8, 15)
+    Tk7 = rng.randrange(20, 30)
+    # (name, B, H, Tq, Tk, hd, block_size, causal: None = left out)
+    cases: list[tuple[str, int, int, int, int, int, int, bool | None]] = [
+        (f"matches full attention, block_size 4 divides Tk={Tk}, causal left out, B=2 H=3 hd=8",
+         2, 3, Tk, Tk, 8, 4, None),
+        (f"a last partial block: Tk={Tk2} with block_size={bs2}, causal=True, B=2 H=2 hd=16",
+         2, 2, Tk2, Tk2, 16, bs2, True),
+        (f"the causal offset for Tq={Tq3} < Tk={Tk3}: query i sits at Tk - Tq + i, block_size=4, B=1 H=2",
+         1, 2, Tq3, Tk3, 8, 4, True),
+        ("fully masked blocks: causal Tq=Tk=16 with block_size=3, where query 0 sees one key, B=1 H=1",
+         1, 1, 16, 16, 8, 3, True),
+        (f"cross-attention shape Tq={Tq5}, Tk={Tk5}, causal=False passed, block_size=1, B=3 H=1 hd=6",
+         3, 1, Tq5, Tk5, 6, 1, False),
+        ("block_size larger than Tk (a single block), causal=True, B=1 H=2 Tq=Tk=5 hd=8",
+         1, 2, 5, 5, 8, 64, True),
+        (f"one query (a decode step) over Tk={Tk7} keys, causal=True, block_size=8, B=2 H=4",
+         2, 4, 1, Tk7, 8, 8, True),
+    ]  # fmt: skip
+    for name, B, H, Tq, Tk, hd, bs, causal in cases:
+        tiled(name, B, H, Tq, Tk, hd, bs, causal)
 
     q, k = _grid(gen, 1, 2, 6, 4, limit=16.0), _grid(gen, 1, 2, 21, 4, limit=16.0)
     v = randn(gen, 1, 2, 21, 4)
