@@ -35,7 +35,15 @@ from typing import Any
 import graders
 from graders.limits import Limits
 from graders.sandbox import wire
-from graders.sandbox.session import Handle, Keep, LimitExceeded, LoadError, SubmissionError
+from graders.sandbox.session import (
+    Handle,
+    Keep,
+    LimitExceeded,
+    LoadError,
+    SubmissionError,
+    measured_reply,
+    storages_reply,
+)
 
 log = logging.getLogger("graders.sandbox")
 
@@ -117,6 +125,38 @@ class SandboxSession:
         if memory_error_is_data:
             header["memory_error_is_data"] = True
         return self._request(header, encoder.parts)
+
+    def call_measured(
+        self, target: str | Handle, *args: Any, keep: bool = False, **kwargs: Any
+    ) -> tuple[Any, int]:
+        encoder = wire.Encoder()
+        header = {
+            "op": "call",
+            "target": target if isinstance(target, str) else encoder.encode(target),
+            "args": encoder.encode(list(args)),
+            "kwargs": encoder.encode(dict(kwargs)),
+            "keep": bool(keep),
+            "measure": True,
+        }
+        return measured_reply(self._request(header, encoder.parts))
+
+    def call_and_storages(self, target: Handle, *args: Any, of: Handle) -> tuple[Any, list[tuple[int, int]]]:
+        encoder = wire.Encoder()
+        header = {
+            "op": "call",
+            "target": encoder.encode(target),
+            "args": encoder.encode(list(args)),
+            "kwargs": encoder.encode({}),
+            "keep": False,
+            "storages_of": encoder.encode(of),
+        }
+        reply = self._request(header, encoder.parts)
+        if type(reply) is not list or len(reply) != 2:
+            raise SubmissionError("RuntimeError", "the call's reply was tampered with")
+        return reply[0], storages_reply(reply[1])
+
+    def storages(self, handle: Handle) -> list[tuple[int, int]]:
+        return storages_reply(self._request({"op": "storages", "handle": wire.Encoder().encode(handle)}))
 
     def new_dict(self, initial: dict[str, Any] | None = None) -> Handle:
         encoder = wire.Encoder()

@@ -35,7 +35,7 @@ def _to_wire(value: Any, objects: dict[int, Any]) -> Any:
         return tuple(_to_wire(v, objects) for v in value)
     if isinstance(value, dict):
         return {k: _to_wire(v, objects) for k, v in value.items()}
-    if isinstance(value, _PLAIN_SCALARS):
+    if isinstance(value, (*_PLAIN_SCALARS, torch.dtype)):
         return value
     raise TypeError(f"cannot send {type(value).__name__} to a submission")
 
@@ -97,6 +97,29 @@ class InProcessSession:
         if keep == "both":
             return self._keep(result), self._from_wire(result)
         return self._keep(result) if keep else self._from_wire(result)
+
+    def call_measured(
+        self, target: str | Handle, *args: Any, keep: bool = False, **kwargs: Any
+    ) -> tuple[Any, int]:
+        from graders.sandbox.footprint import measured_call
+
+        fn = self.module.__dict__[target] if isinstance(target, str) else _to_wire(target, self._objects)
+        wire_args = [_to_wire(a, self._objects) for a in args]
+        wire_kwargs = {k: _to_wire(v, self._objects) for k, v in kwargs.items()}
+        try:
+            with contextlib.redirect_stdout(self._out):
+                result, largest = measured_call(fn, wire_args, wire_kwargs)
+        except Exception as exc:  # noqa: BLE001 - the submission's exception is data
+            raise SubmissionError(type(exc).__name__, str(exc)) from None
+        return (self._keep(result) if keep else self._from_wire(result)), largest
+
+    def call_and_storages(self, target: Handle, *args: Any, of: Handle) -> tuple[Any, list[tuple[int, int]]]:
+        return self.call(target, *args), self.storages(of)
+
+    def storages(self, handle: Handle) -> list[tuple[int, int]]:
+        from graders.sandbox.footprint import storages
+
+        return storages(_to_wire(handle, self._objects))
 
     def new_dict(self, initial: dict[str, Any] | None = None) -> Handle:
         return self._keep(_to_wire(dict(initial or {}), self._objects))

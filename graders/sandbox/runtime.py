@@ -6,6 +6,9 @@ Requests come from the grader over the child's socket (graders/sandbox/wire.py f
     {"op": "call", "target", "args", "kwargs", "keep"}   keep: false, true (a Handle) or "both"
     {"op": "new_dict", "initial"}           {"op": "get", "handle"}
     {"op": "setitem", "handle", "key", "value"}
+    {"op": "call", ..., "measure": true}    the reply is [result, largest float tensor] (footprint.py)
+    {"op": "storages", "handle"}            the tensor storages an object holds (footprint.py)
+    {"op": "call", ..., "storages_of": h}   the reply is [result, storages of h after the call]
 
 and each gets exactly one reply:
 
@@ -33,6 +36,7 @@ import types
 from typing import Any, NoReturn
 
 from graders.sandbox import wire
+from graders.sandbox.footprint import measured_call, storages
 from graders.sandbox.session import Handle
 
 SUBMISSION_FILE = "submission.py"
@@ -218,11 +222,20 @@ class Runtime:
             fn = self.resolve(wire.decode_handle(target))
         args = self._decode(req.get("args"), payload)
         kwargs = self._decode(req.get("kwargs"), payload)
+        if req.get("measure"):
+            result, largest = measured_call(fn, args, kwargs)
+            header, parts = wire.encode(
+                [self.keep(result) if req.get("keep") else result, largest], keep=self.keep
+            )
+            return {"ok": header}, parts
         result = fn(*args, **kwargs)
         if req.get("keep") == "both":  # kept here and sent: (Handle, value), for checks that re-read it
             result = (self.keep(result), result)
         elif req.get("keep"):
             result = self.keep(result)
+        if req.get("storages_of") is not None:  # one round trip for a call and the check after it
+            found = storages(self.resolve(wire.decode_handle(req.get("storages_of"))))
+            result = [result, [list(pair) for pair in found]]
         header, parts = wire.encode(result, keep=self.keep)
         return {"ok": header}, parts
 
@@ -255,6 +268,9 @@ class Runtime:
                 return {"ok": wire.encode(self.keep(dict(initial or {})))[0]}, []
             if op == "get":
                 return self.get(req)
+            if op == "storages":
+                found = storages(self.resolve(wire.decode_handle(req.get("handle"))))
+                return {"ok": wire.encode([list(pair) for pair in found])[0]}, []
             if op == "setitem":
                 obj = self.lookup(wire.decode_handle(req.get("handle")))
                 obj[req.get("key")] = self._decode(req.get("value"), payload)

@@ -59,6 +59,22 @@ class LimitExceeded(Exception):
         self.message = message
 
 
+def measured_reply(value: Any) -> tuple[Any, int]:
+    """Split a measured call's reply, [result, largest]; a malformed one is the submission's error."""
+    if type(value) is list and len(value) == 2 and type(value[1]) is int and value[1] >= 0:
+        return value[0], value[1]
+    raise SubmissionError("RuntimeError", "the measured call's reply was tampered with")
+
+
+def storages_reply(value: Any) -> list[tuple[int, int]]:
+    """Check a storages reply: a list of [data_ptr, nbytes] pairs of ints."""
+    if type(value) is list and all(
+        type(p) is list and len(p) == 2 and all(type(n) is int and n >= 0 for n in p) for p in value
+    ):
+        return [(p[0], p[1]) for p in value]
+    raise SubmissionError("RuntimeError", "the storages reply was tampered with")
+
+
 class Session(Protocol):
     def has(self, name: str) -> bool:
         """True when the submission's module defines `name` at top level."""
@@ -80,6 +96,18 @@ class Session(Protocol):
         session at the memory limit, unless memory_error_is_data: then it is an answer like
         any other exception (a paged cache must raise it when its blocks run out).
         """
+
+    def call_measured(
+        self, target: str | Handle, *args: Any, keep: bool = False, **kwargs: Any
+    ) -> tuple[Any, int]:
+        """`call`, measured: (result, the most floating-point elements any one tensor or NumPy array
+        the call allocated held). See graders/sandbox/footprint.py for what it counts."""
+
+    def call_and_storages(self, target: Handle, *args: Any, of: Handle) -> tuple[Any, list[tuple[int, int]]]:
+        """`call(target, *args)`, then `storages(of)`, in one round trip."""
+
+    def storages(self, handle: Handle) -> list[tuple[int, int]]:
+        """(data_ptr, nbytes) of every tensor storage the object behind `handle` holds."""
 
     def new_dict(self, initial: dict[str, Any] | None = None) -> Handle:
         """Create a dict in the submission's process (for example an empty cache)."""

@@ -45,7 +45,7 @@ def submit(client: TestClient, slug: str, code: str) -> str:
 
 def test_challenge_list_and_detail(client: TestClient) -> None:
     listed = client.get("/api/challenges").json()
-    assert [c["slug"] for c in listed] == SLUGS
+    assert [c["slug"] for c in listed][: len(SLUGS)] == SLUGS  # the first six, then the newer ones
     detail = client.get("/api/challenges/decode-step").json()
     assert detail["entry_point"] == "step" and detail["prompt"] and detail["starter_code"]
     assert client.get("/api/challenges/nope").status_code == 404

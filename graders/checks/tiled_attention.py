@@ -1,0 +1,397 @@
+"""tiled-attention: `tiled_attention(q, k, v, block_size, causal=False)` and `merge_attention`.
+
+tiled_attention is compared with graders/reference/tiled.py (float64, from the same float32
+inputs) for block sizes that divide Tk and that do not, block_size 1 and block_size > Tk,
+causal and not, Tq < Tk, fully masked blocks, and scores far beyond exp's float32 range.
+The magnitude tests use q and k on a 1/64 grid with a head size of 4, so every float32 score
+(and the 1/sqrt(4) scale) is exact and only the submission's handling of exp is tested.
+
+The memory property is measured, not trusted to the code's look: *every* call runs under
+graders/sandbox/footprint.py's recorder, which reports the largest floating-point tensor the
+call built, and wherever the full score matrix would be bigger than the allowance
+(B * H * max(Tq * block_size, (Tk + block_size) * hd, Tq * hd): a block of scores, a padded
+copy of k or v, the running output) a call that went over it fails, saying so in words.
+merge_attention is compared on parts split from one attention, with empty parts and huge
+log-sum-exps.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from functools import partial
+
+import torch
+
+from graders.checks.attention_common import (
+    Variant,
+    compare,
+    decode_tensor,
+    describe,
+    fail,
+    make_generator,
+    randn,
+    submission_context,
+)
+from graders.checks.report import CheckReport, Mismatch, run_test
+from graders.reference.tiled import attention_fused, causal_visible, merge_attention
+from graders.sandbox.session import Session
+
+SLUG = "tiled-attention"
+ENTRY_POINT = "tiled_attention"
+MERGE = "merge_attention"
+
+NO_RESCALE = (
+    "the running output and denominator are not rescaled when the maximum changes: multiply both by "
+    "exp(m_old - m_new) before adding a block"
+)
+LAST_BLOCK_DROPPED = (
+    "the last, partial block of keys is skipped: when block_size does not divide Tk, the final block holds "
+    "the remaining Tk % block_size keys"
+)
+PADDING_ATTENDED = (
+    "the keys padded onto the last block are attended: a zero key still scores 0 and gets weight exp(0 - m); "
+    "mask the padding or slice the last block short"
+)
+CAUSAL_TOP_LEFT = (
+    "the causal mask is not offset for Tq < Tk: query i sits at position Tk - Tq + i and sees keys "
+    "0 .. Tk - Tq + i"
+)
+CAUSAL_IGNORED = "causal=True is ignored: with it, query i may not see the keys after position Tk - Tq + i"
+BLOCKS_AVERAGED = (
+    "each block is softmaxed on its own and the blocks averaged: blocks must be combined through the running "
+    "maximum and denominator, weighted by how much of the total exp-sum each holds"
+)
+NOT_NORMALISED = "the running output is never divided by the running denominator at the end"
+NO_SCALE = "scores are not scaled: divide q @ k^T by sqrt(hd)"
+OVERFLOW = (
+    "NaN or inf for large scores: exp of a raw score overflows float32 above about 88; subtract the running "
+    "maximum before exp (that is what it is for)"
+)
+MASKED_BLOCK_NAN = (
+    "NaN for a block in which every key is masked for some query: its maximum is -inf and "
+    "exp(-inf - (-inf)) is "
+    "NaN; leave such a block out for those rows, or subtract a finite maximum"
+)
+NAN = "NaN or inf in the output: every query sees at least one key here, so some division or exp went wrong"
+FULL_SCORES = "builds the full score matrix (or a tensor as big as one batch and head's)"
+BIGGER_THAN_A_BLOCK = "builds a tensor bigger than a block of scores, a padded k or v, or the output"
+MERGE_AVERAGE = "the two parts are averaged: weight each by exp(lse_j - lse), its share of the total exp-sum"
+MERGE_SWAPPED = "each part is weighted by the other part's lse"
+MERGE_LSE_MAX = "the merged lse is max(lse1, lse2): it is log(exp(lse1) + exp(lse2)), torch.logaddexp"
+MERGE_LSE_SUM = "the merged lse is lse1 + lse2: it is log(exp(lse1) + exp(lse2)), torch.logaddexp"
+MERGE_OVERFLOW = (
+    "NaN or inf for large log-sum-exps: exp(lse) overflows float32; use exp(lse_j - lse) with the merged lse"
+)
+MERGE_EMPTY = (
+    "NaN when a part has lse = -inf (it saw no key): that part must contribute nothing, exp(-inf - lse) = 0"
+)
+KNOWN_MISTAKES = (
+    NO_RESCALE, LAST_BLOCK_DROPPED, PADDING_ATTENDED, CAUSAL_TOP_LEFT, CAUSAL_IGNORED, BLOCKS_AVERAGED,
+    NOT_NORMALISED, NO_SCALE, OVERFLOW, MASKED_BLOCK_NAN, FULL_SCORES, BIGGER_THAN_A_BLOCK, MERGE_AVERAGE,
+    MERGE_SWAPPED,
+    MERGE_LSE_MAX, MERGE_LSE_SUM, MERGE_OVERFLOW, MERGE_EMPTY,
+)  # fmt: skip
+
+GRID = 64  # q and k of the magnitude tests are multiples of 1/64
+
+
+# --- known-wrong tiled attentions (float64) -------------------------------------------------------
+
+
+def _blocks(Tk: int, block_size: int, drop_last: bool = False) -> list[tuple[int, int]]:
+    stop = Tk - Tk % block_size if drop_last else Tk
+    return [(s, min(s + block_size, Tk)) for s in range(0, stop, block_size)]
+
+
+def tiled_variant(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    block_size: int,
+    causal: bool,
+    *,
+    rescale: bool = True,
+    drop_last: bool = False,
+    pad_attended: bool = False,
+    top_left: bool = False,
+    average_blocks: bool = False,
+    normalise: bool = True,
+    scale: bool = True,
+) -> torch.Tensor:
+    """An online softmax with the chosen mistakes; the defaults are right. (B, H, Tq, hd)."""
+    Tq, hd = q.shape[-2:]
+    Tk = k.shape[-2]
+    if pad_attended and Tk % block_size:
+        extra = block_size - Tk % block_size
+        k = torch.cat([k, k.new_zeros(*k.shape[:-2], extra, hd)], dim=-2)  # zero keys, never masked
+        v = torch.cat([v, v.new_zeros(*v.shape[:-2], extra, hd)], dim=-2)
+    n_keys = k.shape[-2]
+    m = q.new_full(q.shape[:-1], float("-inf"))
+    l = q.new_zeros(q.shape[:-1])  # noqa: E741
+    o = torch.zeros_like(q)
+    parts = []
+    for start, stop in _blocks(n_keys, block_size, drop_last):
+        s = q @ k[..., start:stop, :].transpose(-2, -1) / (math.sqrt(hd) if scale else 1.0)  # (B, H, Tq, n)
+        if causal:
+            if top_left:
+                visible = torch.arange(start, stop)[None, :] <= torch.arange(Tq)[:, None]
+            else:
+                visible = causal_visible(Tq, Tk, start, min(stop, Tk))
+                visible = torch.cat([visible, visible.new_ones(Tq, stop - start - visible.shape[1])], dim=1)
+            s = s.masked_fill(~visible, float("-inf"))
+        if average_blocks:
+            parts.append(torch.softmax(s, dim=-1).nan_to_num(0.0) @ v[..., start:stop, :])
+            continue
+        m_new = torch.maximum(m, s.amax(-1))
+        shift = torch.where(torch.isinf(m_new), 0.0, m_new)
+        p = torch.exp(s - shift[..., None])
+        factor = torch.exp(m - shift) if rescale else torch.ones_like(m)
+        l = l * factor + p.sum(-1)  # noqa: E741
+        o = o * factor[..., None] + p @ v[..., start:stop, :]
+        m = m_new
+    if average_blocks:
+        return torch.stack(parts).mean(0)
+    return o / l[..., None] if normalise else o
+
+
+def tiled_variants(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_size: int, causal: bool
+) -> list[Variant]:
+    Tq, Tk = q.shape[-2], k.shape[-2]
+    run = partial(tiled_variant, q, k, v, block_size, causal)
+    variants: list[Variant] = [
+        ((NO_RESCALE,), run(rescale=False)),
+        ((BLOCKS_AVERAGED,), run(average_blocks=True)),
+        ((NOT_NORMALISED,), run(normalise=False)),
+        ((NO_SCALE,), run(scale=False)),
+    ]
+    if Tk % block_size and block_size < Tk:
+        variants.append(((LAST_BLOCK_DROPPED,), run(drop_last=True)))
+    if Tk % block_size:
+        variants.append(((PADDING_ATTENDED,), run(pad_attended=True)))
+    if causal:
+        variants.append(((CAUSAL_IGNORED,), tiled_variant(q, k, v, block_size, False)))
+        if Tq < Tk:
+            variants.append(((CAUSAL_TOP_LEFT,), run(top_left=True)))
+    return [(m, t) for m, t in variants if torch.isfinite(t).all()]
+
+
+# --- calling the submission -----------------------------------------------------------------------
+
+
+def allowance(B: int, H: int, Tq: int, Tk: int, hd: int, block_size: int) -> int:
+    """The most float elements one tensor may hold: a block of scores, a padded k or v, the output."""
+    return B * H * max(Tq * block_size, (Tk + block_size) * hd, Tq * hd)
+
+
+def _call_tiled(
+    session: Session, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_size: int, causal: bool | None,
+    report: CheckReport, what: str,
+) -> torch.Tensor:  # fmt: skip
+    """Call tiled_attention (causal left out when None), measured; Mismatch when it built the full scores."""
+    kwargs = {} if causal is None else {"causal": causal}
+    with submission_context(f"{what}: q {tuple(q.shape)}, k {tuple(k.shape)}, block_size={block_size}"):
+        got, largest = session.call_measured(ENTRY_POINT, q, k, v, block_size, **kwargs)
+    B, H, Tq, hd = q.shape
+    Tk = k.shape[-2]
+    allowed = allowance(B, H, Tq, Tk, hd, block_size)
+    if block_size < Tk and B * H * Tq * Tk > allowed and largest > allowed:
+        what_it_is = FULL_SCORES if largest >= Tq * Tk else BIGGER_THAN_A_BLOCK
+        sentence = (
+            f"{what_it_is}: the largest floating-point tensor it made held {largest:,} numbers, "
+            "while the full "
+            f"score matrix here is B x H x Tq x Tk = {B * H * Tq * Tk:,} and a block of scores is "
+            f"B x H x Tq x block_size = {B * H * Tq * block_size:,}; tiled attention must never hold more "
+            "than Tq x block_size scores per (batch, head) at once"
+        )
+        report.diagnose(sentence)
+        raise Mismatch(f"{what}: your code {sentence}")
+    return decode_tensor(got, f"{what}'s output")
+
+
+def _tiled_test(
+    session: Session,
+    report: CheckReport,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    block_size: int,
+    causal: bool | None,
+    not_finite: str | None = MASKED_BLOCK_NAN,
+) -> Callable[[], None]:
+    is_causal = bool(causal)
+    want = attention_fused(q.double(), k.double(), v.double(), is_causal)
+
+    def body() -> None:
+        got = _call_tiled(session, q, k, v, block_size, causal, report, "tiled_attention")
+        variants = partial(tiled_variants, q.double(), k.double(), v.double(), block_size, is_causal)
+        result = compare(got, want.float(), "tiled_attention's output", variants, not_finite=not_finite)
+        if not result.ok:
+            fail(report, result, result.matches[0] if result.matches else ())
+
+    return body
+
+
+def _grid(gen: torch.Generator, *shape: int, limit: float) -> torch.Tensor:
+    """Multiples of 1/64 in [-limit, limit]: products and sums of a few stay exact in float32."""
+    steps = int(limit * GRID)
+    return torch.randint(-steps, steps + 1, shape, generator=gen).float() / GRID
+
+
+# --- merge_attention ------------------------------------------------------------------------------
+
+
+def merge_variants(o1: torch.Tensor, l1: torch.Tensor, o2: torch.Tensor, l2: torch.Tensor) -> list[Variant]:
+    o, _ = merge_attention(o1, l1, o2, l2)
+    swapped, _ = merge_attention(o1, l2, o2, l1)
+    return [((MERGE_AVERAGE,), (o1 + o2) / 2), ((MERGE_SWAPPED,), swapped)]
+
+
+def lse_variants(l1: torch.Tensor, l2: torch.Tensor) -> list[Variant]:
+    return [((MERGE_LSE_MAX,), torch.maximum(l1, l2)), ((MERGE_LSE_SUM,), l1 + l2)]
+
+
+def _merge_test(
+    session: Session,
+    report: CheckReport,
+    parts: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
+    not_finite: str,
+) -> Callable[[], None]:
+    o1, l1, o2, l2 = parts
+    want_o, want_lse = merge_attention(o1.double(), l1.double(), o2.double(), l2.double())
+
+    def body() -> None:
+        if not session.has(MERGE):
+            raise Mismatch(f"your code has no top-level `{MERGE}`: the grader calls it by that name")
+        with submission_context(f"merge_attention(o1 {tuple(o1.shape)}, lse1 {tuple(l1.shape)}, o2, lse2)"):
+            got = session.call(MERGE, o1, l1, o2, l2)
+        if not isinstance(got, tuple | list) or len(got) != 2:
+            raise Mismatch(f"merge_attention should return a pair (o, lse), got {describe(got)}")
+        o = compare(
+            got[0], want_o.float(), "the merged o",
+            partial(merge_variants, o1.double(), l1.double(), o2.double(), l2.double()),
+            not_finite=not_finite,
+        )  # fmt: skip
+        if not o.ok:
+            fail(report, o, o.matches[0] if o.matches else ())
+        lse = decode_tensor(got[1], "the merged lse")
+        finite = torch.isfinite(want_lse)
+        if lse.shape != want_lse.shape or not torch.equal(torch.isneginf(lse), torch.isneginf(want_lse)):
+            raise Mismatch(
+                f"the merged lse has shape {tuple(lse.shape)} or -inf entries where it should not, expected "
+                f"{tuple(want_lse.shape)}, -inf only where both parts are -inf"
+            )
+        result = compare(
+            lse[finite], want_lse[finite].float(), "the merged lse",
+            partial(lambda: [(m, t[finite]) for m, t in lse_variants(l1.double(), l2.double())]),
+            not_finite=not_finite,
+        )  # fmt: skip
+        if not result.ok:
+            fail(report, result, result.matches[0] if result.matches else ())
+
+    return body
+
+
+def _split_parts(
+    gen: torch.Generator, B: int, H: int, Tq: int, Tk: int, hd: int, split: int, causal: bool
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Partial (o, lse) over keys [0, split) and [split, Tk) of one attention (float32)."""
+    q, k, v = randn(gen, B, H, Tq, hd), randn(gen, B, H, Tk, hd), randn(gen, B, H, Tk, hd)
+    mask = causal_visible(Tq, Tk) if causal else torch.ones(Tq, Tk, dtype=torch.bool)
+    out = []
+    for lo, hi in ((0, split), (split, Tk)):
+        scores = q.double() @ k[..., lo:hi, :].double().transpose(-2, -1) / math.sqrt(hd)
+        scores = scores.masked_fill(~mask[:, lo:hi], float("-inf"))
+        lse = torch.logsumexp(scores, -1)
+        o = (torch.exp(scores - lse[..., None]).nan_to_num(0.0) @ v[..., lo:hi, :].double()).float()
+        empty = torch.isneginf(lse)[..., None]
+        o = torch.where(empty, randn(gen, *o.shape), o)  # an empty part's o is anything: it must not count
+        out += [o, lse.float()]
+    return out[0], out[1], out[2], out[3]
+
+
+def _huge_lse_parts(gen: torch.Generator, B: int, H: int, Tq: int, hd: int) -> tuple[torch.Tensor, ...]:
+    """lse around +-300 on the 1/64 grid; o in [0.5, 1.5] so float32 rounding of lse stays in tolerance."""
+    base = _grid(gen, B, H, Tq, limit=300.0)
+    l1, l2 = base + _grid(gen, B, H, Tq, limit=4.0), base + _grid(gen, B, H, Tq, limit=4.0)
+    o1 = 0.5 + torch.rand(B, H, Tq, hd, generator=gen)
+    o2 = 0.5 + torch.rand(B, H, Tq, hd, generator=gen)
+    return o1, l1, o2, l2
+
+
+def run(session: Session, seed: int | None = None) -> CheckReport:
+    gen = make_generator(seed)
+    rng = random.Random(int(torch.randint(0, 2**31, (1,), generator=gen)))
+    report = CheckReport()
+
+    def tiled(name: str, B: int, H: int, Tq: int, Tk: int, hd: int, bs: int, causal: bool | None) -> None:
+        q, k, v = randn(gen, B, H, Tq, hd), randn(gen, B, H, Tk, hd), randn(gen, B, H, Tk, hd)
+        masked_blocks = bool(causal) and bs < Tk  # some query has a whole block in its future
+        run_test(
+            report,
+            name,
+            _tiled_test(session, report, q, k, v, bs, causal, MASKED_BLOCK_NAN if masked_blocks else NAN),
+        )
+
+    Tk, Tk2, bs2 = rng.choice([12, 16, 20]), rng.choice([13, 17, 23]), rng.choice([5, 6])
+    Tq3, Tk3 = rng.randrange(2, 5), rng.randrange(9, 14)
+    Tq5, Tk5 = rng.randrange(3, 7), rng.randrange(8, 15)
+    Tk7 = rng.randrange(20, 30)
+    # (name, B, H, Tq, Tk, hd, block_size, causal: None = left out)
+    cases: list[tuple[str, int, int, int, int, int, int, bool | None]] = [
+        (f"matches full attention, block_size 4 divides Tk={Tk}, causal left out, B=2 H=3 hd=8",
+         2, 3, Tk, Tk, 8, 4, None),
+        (f"a last partial block: Tk={Tk2} with block_size={bs2}, causal=True, B=2 H=2 hd=16",
+         2, 2, Tk2, Tk2, 16, bs2, True),
+        (f"the causal offset for Tq={Tq3} < Tk={Tk3}: query i sits at Tk - Tq + i, block_size=4, B=1 H=2",
+         1, 2, Tq3, Tk3, 8, 4, True),
+        ("fully masked blocks: causal Tq=Tk=16 with block_size=3, where query 0 sees one key, B=1 H=1",
+         1, 1, 16, 16, 8, 3, True),
+        (f"cross-attention shape Tq={Tq5}, Tk={Tk5}, causal=False passed, block_size=1, B=3 H=1 hd=6",
+         3, 1, Tq5, Tk5, 6, 1, False),
+        ("block_size larger than Tk (a single block), causal=True, B=1 H=2 Tq=Tk=5 hd=8",
+         1, 2, 5, 5, 8, 64, True),
+        (f"one query (a decode step) over Tk={Tk7} keys, causal=True, block_size=8, B=2 H=4",
+         2, 4, 1, Tk7, 8, 8, True),
+    ]  # fmt: skip
+    for name, B, H, Tq, Tk, hd, bs, causal in cases:
+        tiled(name, B, H, Tq, Tk, hd, bs, causal)
+
+    q, k = _grid(gen, 1, 2, 6, 4, limit=16.0), _grid(gen, 1, 2, 21, 4, limit=16.0)
+    v = randn(gen, 1, 2, 21, 4)
+    run_test(
+        report,
+        "huge scores (up to hundreds, exact in float32 on a 1/64 grid, hd=4) never overflow, block_size=5",
+        _tiled_test(session, report, q, k, v, 5, None, not_finite=OVERFLOW),
+    )
+    q, k, v = randn(gen, 1, 1, 384, 8), randn(gen, 1, 1, 384, 8), randn(gen, 1, 1, 384, 8)
+    run_test(
+        report,
+        "never builds the full score matrix: the largest tensor it makes is measured, Tq=Tk=384, "
+        "block_size=16",
+        _tiled_test(session, report, q, k, v, 16, True),
+    )
+
+    Tq, Tk = rng.randrange(3, 6), rng.randrange(8, 13)
+    parts = _split_parts(gen, 2, 2, Tq, Tk, 8, rng.randrange(2, Tk - 1), causal=False)
+    run_test(
+        report,
+        f"merge_attention of two split-K parts (keys split at random, Tk={Tk}) equals attention over all "
+        "keys",
+        _merge_test(session, report, parts, MERGE_EMPTY),
+    )
+    o1, l1, o2, l2 = _split_parts(gen, 1, 2, 6, 6, 8, 3, causal=True)
+    parts = (o2, l2, o1, l1)  # the part that is empty for some rows comes first
+    run_test(
+        report,
+        "merge_attention where the first part saw no key for some rows (lse = -inf): it contributes nothing",
+        _merge_test(session, report, parts, MERGE_EMPTY),
+    )
+    run_test(
+        report,
+        "merge_attention with log-sum-exps around 300 (exp(lse) would overflow float32)",
+        _merge_test(session, report, _huge_lse_parts(gen, 2, 1, 5, 8), MERGE_OVERFLOW),  # type: ignore[arg-type]
+    )
+    return report
