@@ -28,10 +28,11 @@ class ModelShape:
     vocab: int
     intermediate: int  # MLP width (gated SwiGLU for Llama/Mistral)
     bytes_per_element: int = 2  # fp16/bf16 unless stated
+    head_dim_override: int | None = None  # config.json's head_dim when it is not hidden / heads (Gemma-2)
 
     @property
     def head_dim(self) -> int:
-        return self.hidden // self.q_heads
+        return self.head_dim_override or self.hidden // self.q_heads
 
     def kv_bytes(self, seq_len: int, batch: int = 1) -> int:
         return kv_cache_bytes(
@@ -61,6 +62,23 @@ MODELS = {
     "llama2_70b": LLAMA2_70B,
 }
 
+# Later models, from their config.json on Hugging Face (dense attention shapes only; MoE and
+# MLA details live with the figures that need them). Kept apart from MODELS so that the
+# numeric generator's draws and the figure names above do not change.
+QWEN25_7B = ModelShape("Qwen2.5-7B", 28, 28, 4, 3584, 152064, 18944)
+GEMMA2_9B = ModelShape("Gemma-2-9B", 42, 16, 8, 3584, 256000, 14336, head_dim_override=256)
+MIXTRAL_8X7B = ModelShape("Mixtral-8x7B-v0.1", 32, 32, 8, 4096, 32000, 14336)
+LLAMA31_70B = ModelShape("Llama-3.1-70B", 80, 64, 8, 8192, 128256, 28672)
+LLAMA31_405B = ModelShape("Llama-3.1-405B", 126, 128, 8, 16384, 128256, 53248)
+
+LATER_MODELS = {
+    "qwen25_7b": QWEN25_7B,
+    "gemma2_9b": GEMMA2_9B,
+    "mixtral_8x7b": MIXTRAL_8X7B,
+    "llama31_70b": LLAMA31_70B,
+    "llama31_405b": LLAMA31_405B,
+}
+
 
 def _int(n: int) -> str:
     return f"{n:,}"
@@ -83,7 +101,21 @@ def naive_vs_cached_work(prompt_len: int, n_new: int) -> dict[str, int]:
 
 
 def compute_figures() -> dict[str, str]:
-    """name -> the exact text a card must print for that figure."""
+    """name -> the exact text a card must print for that figure (every area's, merged)."""
+    # Imported here: the area modules import ModelShape and the models from this module.
+    from app.content import figures_hardware, figures_kernels, figures_models, figures_serving
+
+    merged = _model_figures()
+    for area in (figures_hardware, figures_models, figures_serving, figures_kernels):
+        for name, text in area.figures().items():
+            if name in merged:
+                raise ValueError(f"figure {name!r} is defined twice ({area.__name__})")
+            merged[name] = text
+    return merged
+
+
+def _model_figures() -> dict[str, str]:
+    """The cache-arithmetic figures of the first five models (the KV-cache round)."""
     f: dict[str, str] = {}
     f["gpt2_positions"] = _int(1024)
     f["gpt2_small_kib_per_token_fp32"] = f"{GPT2_SMALL.kv_bytes(1) / KIB:g} KiB"

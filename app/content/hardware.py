@@ -1,0 +1,49 @@
+"""The GPUs the bank reasons about, with the data-sheet figures the cards quote.
+
+Peak figures are the vendor's, for dense math (no 2:4 sparsity), in decimal units: a
+"3.35 TB/s" data sheet means 3.35e12 bytes per second and "80 GB" means 80e9 bytes.
+Real kernels reach a fraction of these (see MBU and MFU on the roofline cards).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class GPU:
+    name: str
+    bf16_flops: float  # dense BF16 tensor-core FLOP/s
+    hbm_bytes_per_s: float  # peak HBM bandwidth
+    hbm_bytes: int  # memory capacity
+    source: str  # the data sheet the figures come from
+
+    @property
+    def ridge_flops_per_byte(self) -> float:
+        """Arithmetic intensity at which compute time equals memory time (the roofline's knee)."""
+        return self.bf16_flops / self.hbm_bytes_per_s
+
+
+A100_80GB = GPU(
+    "A100 SXM 80GB",
+    bf16_flops=312e12,
+    hbm_bytes_per_s=2.039e12,
+    hbm_bytes=80 * 10**9,
+    source="NVIDIA A100 Tensor Core GPU data sheet (2021): BF16 312 TFLOPS dense, HBM2e 2,039 GB/s",
+)
+H100_SXM = GPU(
+    "H100 SXM",
+    bf16_flops=989e12,
+    hbm_bytes_per_s=3.35e12,
+    hbm_bytes=80 * 10**9,
+    source="NVIDIA H100 Tensor Core GPU data sheet (2023): BF16 989 TFLOPS dense, HBM3 3.35 TB/s, 80 GB",
+)
+H200_SXM = GPU(
+    "H200 SXM",
+    bf16_flops=989e12,
+    hbm_bytes_per_s=4.8e12,
+    hbm_bytes=141 * 10**9,
+    source="NVIDIA H200 Tensor Core GPU data sheet (2024): BF16 989 TFLOPS dense, HBM3e 4.8 TB/s, 141 GB",
+)
+
+GPUS: dict[str, GPU] = {"a100_80gb": A100_80GB, "h100_sxm": H100_SXM, "h200_sxm": H200_SXM}
