@@ -20,7 +20,7 @@ from app.config import ROOT, get_settings
 POOL_SIZE, POOL_OVERFLOW = 10, 50
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, busy_timeout_s: float = 30.0) -> Engine:
     if url.startswith("sqlite"):
         path = url.removeprefix("sqlite:///")
         if path and path != ":memory:":
@@ -29,7 +29,7 @@ def make_engine(url: str) -> Engine:
         # overflow per request (opening one, with its pragmas, was a tenth of a page under load).
         engine = create_engine(
             url,
-            connect_args={"check_same_thread": False, "timeout": 30},
+            connect_args={"check_same_thread": False, "timeout": busy_timeout_s},
             pool_size=POOL_SIZE + POOL_OVERFLOW,
             max_overflow=0,
         )
@@ -49,7 +49,8 @@ def make_engine(url: str) -> Engine:
 
 @lru_cache
 def get_engine() -> Engine:
-    return make_engine(get_settings().database_url)
+    settings = get_settings()
+    return make_engine(settings.database_url, settings.sqlite_busy_timeout_s)
 
 
 def get_session(request: Request) -> Iterator[Session]:
