@@ -7,9 +7,10 @@ import sqlite3
 import threading
 import time
 from datetime import timedelta
+from typing import cast
 
 import pytest
-from sqlalchemy import func, update
+from sqlalchemy import Engine, func, update
 from sqlmodel import Session, col, select
 
 from app.config import ROOT, Settings
@@ -54,7 +55,7 @@ def expire_lease(db: Session, submission_id: str) -> None:
 
 
 def test_a_submission_graded_twice_is_recorded_once(db: Session, settings: Settings) -> None:
-    engine = db.get_bind()
+    engine = cast(Engine, db.get_bind())
     submission_id = stored_submission(db, settings)
     stalled = claim(engine, submission_id, lease_s=30)  # grader A claims it, then stalls
     assert stalled is not None
@@ -82,7 +83,7 @@ def test_a_submission_graded_twice_is_recorded_once(db: Session, settings: Setti
 def test_reaper_requeues_lost_tasks_and_gives_up_on_a_submission_that_keeps_killing(
     db: Session, settings: Settings
 ) -> None:
-    engine = db.get_bind()
+    engine = cast(Engine, db.get_bind())
     lost_task = stored_submission(db, settings)  # queued, its task popped by a worker that died
     assert reap(engine, queue_lease_s=60, max_attempts=2) == []  # its queued lease still runs
     expire_lease(db, lost_task)
@@ -103,7 +104,7 @@ def test_reaper_requeues_lost_tasks_and_gives_up_on_a_submission_that_keeps_kill
 
 
 def test_a_keeper_renews_the_leases_of_its_gradings(db: Session, settings: Settings) -> None:
-    engine = db.get_bind()
+    engine = cast(Engine, db.get_bind())
     submission_id = stored_submission(db, settings)
     token = claim(engine, submission_id, lease_s=0.5)
     assert token is not None
