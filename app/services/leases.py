@@ -22,6 +22,7 @@ off; when even that gives up, the lease (still in the database) brings the submi
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import threading
 from collections.abc import Callable
@@ -63,7 +64,8 @@ def with_db_retries(fn: Callable[[], T], *, what: str, budget_s: float) -> T:
 
 
 def new_token() -> str:
-    return secrets.token_hex(16)
+    """A claim's owner token: this process's pid (in hex, to tell who holds it) and 96 random bits."""
+    return f"{os.getpid():x}-{secrets.token_hex(12)}"
 
 
 def queued_lease(queue_lease_s: float) -> Any:
