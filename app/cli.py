@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import logging
+import copy
 import os
 import sys
 from pathlib import Path
@@ -100,8 +100,15 @@ def _serve(args: argparse.Namespace) -> int:
         get_engine().dispose()
         os.environ["KVPREP_SYNC_CONTENT_ON_START"] = "false"
     # Our own loggers (kvprep.*, graders.*) print beside uvicorn's: start-up reports the sandbox layers.
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
-    logging.getLogger("huey").setLevel(logging.WARNING)  # one line per task drowns the access log
+    # A logging config (not basicConfig) so that every server process of --workers N applies it.
+    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    log_config["formatters"]["ours"] = {"format": "%(levelname)s:     %(name)s: %(message)s"}
+    log_config["handlers"]["ours"] = {
+        "class": "logging.StreamHandler", "formatter": "ours", "stream": "ext://sys.stderr"
+    }  # fmt: skip
+    for name, level in (("kvprep", "INFO"), ("graders", "INFO"), ("huey", "WARNING")):
+        # huey at WARNING: one line per task drowns everything else.
+        log_config["loggers"][name] = {"handlers": ["ours"], "level": level, "propagate": False}
     # Every process reads its settings from the environment: tell them how many they are.
     os.environ["KVPREP_SERVER_PROCESSES"] = str(args.workers)
     uvicorn.run(
@@ -113,6 +120,7 @@ def _serve(args: argparse.Namespace) -> int:
         loop="uvloop",
         http="httptools",
         log_level="info",
+        log_config=log_config,
         # One log line per request cost a twelfth of a page under load: off unless asked for.
         access_log=args.access_log,
     )

@@ -115,6 +115,7 @@ def serving(url: str | None, workers: int = 1) -> Iterator[str]:
             **os.environ,
             "KVPREP_DATABASE_URL": f"sqlite:///{Path(tmp) / 'bench.sqlite3'}",
             "KVPREP_QUEUE_FILE": str(Path(tmp) / "queue.sqlite3"),
+            "KVPREP_RATELIMIT_FILE": str(Path(tmp) / "rate-limits.sqlite3"),
             "KVPREP_SUBMISSIONS_PER_MINUTE": "100000",
             "KVPREP_GUESTS_PER_HOUR": "100000",
             "OMP_NUM_THREADS": "1",

@@ -5,7 +5,7 @@ One run measures, on this machine:
   per verdict would cost before running a single line of the submission);
 - p50 and p95 submit-to-verdict latency of sequential correct `decode-step` submissions,
   as a client sees it: the POST, then the long-poll `GET /api/submissions/{id}?wait=30`
-  (and, for comparison, plain polling every 10 ms);
+  (and, alternating with those, plain polling every 10 ms, for comparison);
 - a burst: `--burst` concurrent submissions from `--users` guests, every one of which must
   get its verdict, while wrk loads the card page (its p50/p99 during the burst are reported).
 It starts its own server (`kvprep serve` on a temporary SQLite file) unless --url is given.
@@ -21,7 +21,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 
 from app.bench import wrk
 from app.bench.common import Client, percentile, serving
@@ -40,14 +39,17 @@ def cold_torch_import_s(runs: int) -> float:
     return statistics.median(times)
 
 
-def sequential(client: Client, n: int, submit: Callable[[Client], tuple[float, str]]) -> list[float]:
-    latencies = []
-    for _ in range(n):
-        elapsed, verdict = submit(client)
+def sequential(client: Client, code: str, n: int) -> tuple[list[float], list[float]]:
+    """n long-polled and n polled submissions, alternating, so both meet the same machine."""
+    long_polled: list[float] = []
+    polled: list[float] = []
+    for i in range(2 * n):
+        long_poll = i % 2 == 0
+        elapsed, verdict = client.submit_and_wait("decode-step", code, poll_s=0.01, long_poll=long_poll)
         if verdict != "passed":
             raise RuntimeError(f"the reference solution got {verdict}")
-        latencies.append(elapsed)
-    return latencies
+        (long_polled if long_poll else polled).append(elapsed)
+    return long_polled, polled
 
 
 def burst(base: str, code: str, n: int, users: int) -> dict[str, float | int]:
@@ -100,8 +102,7 @@ def run(base: str, n: int, n_burst: int, users: int, baseline_runs: int) -> dict
     baseline = cold_torch_import_s(baseline_runs)
     client = Client(base)
     client.submit_and_wait("decode-step", code, long_poll=True)  # warm-up: first fork, first imports
-    long_polled = sequential(client, n, lambda c: c.submit_and_wait("decode-step", code, long_poll=True))
-    polled = sequential(client, n, lambda c: c.submit_and_wait("decode-step", code, poll_s=0.01))
+    long_polled, polled = sequential(client, code, n)
     p50 = statistics.median(long_polled)
     figures: dict[str, float | int] = {
         "baseline_cold_import_torch_ms": round(baseline * 1000, 1),
