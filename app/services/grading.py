@@ -23,7 +23,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col, select
 
-from app.config import Settings
+from app.config import Settings, get_settings
 from app.models import Submission
 from app.services.embedded_queue import ConsumerLock, WakeableSqliteStorage, make_embedded_huey
 from app.services.leases import LeaseKeeper, claim, queued_lease, reap, record_verdict, with_db_retries
@@ -64,7 +64,7 @@ def grade_submission(
     """
     from graders.runner import grade
 
-    settings = settings or Settings()
+    settings = settings or get_settings()
     budget = settings.grading_db_retry_s
     try:
         token = with_db_retries(
