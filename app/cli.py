@@ -202,7 +202,44 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=2)
     p.set_defaults(func=_worker)
     args = parser.parse_args(argv)
-    return int(args.func(args))
+    if args.command in DATABASE_COMMANDS:
+        from app.db import DatabaseFileError, check_sqlite_files
+
+        try:
+            check_sqlite_files(get_settings())
+        except DatabaseFileError as exc:
+            print(f"kvprep {args.command}: {exc}", file=sys.stderr)
+            return 1
+    try:
+        return int(args.func(args))
+    except Exception as exc:
+        # A file damaged after the check above, or one SQLite finds bad on a page the check skipped.
+        message = _database_file_problem(exc)
+        if message is None:
+            raise
+        print(f"kvprep {args.command}: {message}", file=sys.stderr)
+        return 1
+
+
+# The commands that open the database (and, serving, the queue and rate-limit files).
+DATABASE_COMMANDS = {"serve", "migrate", "sync-content", "purge-guests", "worker"}
+
+
+def _database_file_problem(exc: BaseException) -> str | None:
+    """The message for a SQLite file SQLite itself refused, naming the file; None for anything else."""
+    import sqlite3
+
+    from sqlalchemy.exc import DatabaseError
+
+    cause = exc.orig if isinstance(exc, DatabaseError) else exc
+    if not isinstance(cause, sqlite3.DatabaseError) or isinstance(cause, sqlite3.OperationalError):
+        return None
+    url = get_settings().database_url
+    where = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else url
+    return (
+        f"{where}: not a usable SQLite database ({cause}). "
+        "Restore it from a backup, or move it away to start with an empty one."
+    )
 
 
 if __name__ == "__main__":

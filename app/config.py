@@ -74,6 +74,23 @@ class Settings(BaseSettings):
     grading_workers: int = 2
     # How often an idle worker polls the embedded SQLite queue (seconds): a verdict's floor latency.
     queue_poll_s: float = 0.005
+    # Grading leases (app/services/leases.py): a grader renews its claim every third of
+    # `grading_lease_s`; a claim not renewed for that long counts as dead and is queued again.
+    # Longer than a grading (10 s wall clock) so a slow grade never looks dead.
+    grading_lease_s: float = 30.0
+    # A queued submission nobody claimed in this long is queued again (its task was lost with a
+    # killed worker, or with a web process between the commit and the enqueue). A backlog longer
+    # than this only costs a duplicate task, which finds the submission claimed and does nothing.
+    grading_queue_lease_s: float = 120.0
+    # How often each grading process renews its leases and looks for expired ones.
+    grading_reap_interval_s: float = 5.0
+    # Claims before a submission whose graders keep dying gets an error verdict instead.
+    grading_max_attempts: int = 3
+    # How long a grader retries a database write that fails (locked SQLite, PostgreSQL away),
+    # backing off up to 5 s between tries; after that the lease takes over.
+    grading_db_retry_s: float = 120.0
+    # SQLite's busy timeout: how long a statement waits for another writer's lock.
+    sqlite_busy_timeout_s: float = 30.0
     # Largest request body of any kind; bigger ones get 413 before they are read whole.
     max_body_bytes: int = 1024 * 1024
     # Largest submission accepted, in bytes (CONTRACT.md: 413 above 64 KiB).

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -12,7 +14,7 @@ from fastapi import Request
 from sqlalchemy import Engine, event
 from sqlmodel import Session, create_engine
 
-from app.config import ROOT, get_settings
+from app.config import ROOT, Settings, get_settings
 
 # Pool size above the server's thread pool (anyio's 40 threads) plus grading threads: a sync
 # request whose session teardown waits for a thread while every thread waits for a connection
@@ -20,7 +22,43 @@ from app.config import ROOT, get_settings
 POOL_SIZE, POOL_OVERFLOW = 10, 50
 
 
-def make_engine(url: str) -> Engine:
+class DatabaseFileError(RuntimeError):
+    """A SQLite file kvprep needs is not a usable database; the message names it and says what to do."""
+
+
+def check_sqlite_file(path: Path, what: str) -> None:
+    """Refuse a damaged SQLite file with a message naming it, before anything trips over it.
+
+    A missing or empty file is fine (it is created). `PRAGMA quick_check` reads every page, so a
+    file damaged past its header is found too; kvprep's files are small enough for that at start-up.
+    """
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)) as conn:
+            problems = [row[0] for row in conn.execute("PRAGMA quick_check(5)").fetchall()]
+    except sqlite3.DatabaseError as exc:
+        problems = [str(exc)]
+    if problems != ["ok"]:
+        raise DatabaseFileError(
+            f"{path}: not a usable SQLite database ({'; '.join(problems)}). It is kvprep's {what}. "
+            "Restore it from a backup, or move it away to start with an empty one."
+        )
+
+
+def check_sqlite_files(settings: Settings) -> None:
+    """Every SQLite file these settings use: the database, the embedded queue, the rate limits."""
+    if settings.database_url.startswith("sqlite:///"):
+        path = settings.database_url.removeprefix("sqlite:///")
+        if path != ":memory:":
+            check_sqlite_file(Path(path), "database (DATABASE_URL)")
+    if not settings.redis_url and settings.embedded_queue == "sqlite":
+        check_sqlite_file(settings.queue_file, "grading queue (KVPREP_QUEUE_FILE)")
+    if not settings.redis_url:
+        check_sqlite_file(settings.ratelimit_file, "rate-limit counts (KVPREP_RATELIMIT_FILE)")
+
+
+def make_engine(url: str, busy_timeout_s: float = 30.0) -> Engine:
     if url.startswith("sqlite"):
         path = url.removeprefix("sqlite:///")
         if path and path != ":memory:":
@@ -29,7 +67,7 @@ def make_engine(url: str) -> Engine:
         # overflow per request (opening one, with its pragmas, was a tenth of a page under load).
         engine = create_engine(
             url,
-            connect_args={"check_same_thread": False, "timeout": 30},
+            connect_args={"check_same_thread": False, "timeout": busy_timeout_s},
             pool_size=POOL_SIZE + POOL_OVERFLOW,
             max_overflow=0,
         )
@@ -49,7 +87,8 @@ def make_engine(url: str) -> Engine:
 
 @lru_cache
 def get_engine() -> Engine:
-    return make_engine(get_settings().database_url)
+    settings = get_settings()
+    return make_engine(settings.database_url, settings.sqlite_busy_timeout_s)
 
 
 def get_session(request: Request) -> Iterator[Session]:

@@ -134,7 +134,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.guest_limiter = RateLimiter(f"{settings.guests_per_hour}/hour", limits_storage)
     app.state.verdict_waits = VerdictWaits()
     # The app's own engine, disposed when it shuts down.
-    app.state.engine = make_engine(settings.database_url)
+    app.state.engine = make_engine(settings.database_url, settings.sqlite_busy_timeout_s)
     # Innermost first: the kept guest pages answer inside the session middlewares, below any other.
     app.add_middleware(GuestPageShortcut)
     app.add_middleware(GuestSessionMiddleware)

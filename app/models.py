@@ -104,6 +104,13 @@ class Submission(SQLModel, table=True):
     result: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     created_at: datetime = Field(default_factory=utcnow, index=True)
     finished_at: datetime | None = None
+    # The lease (app/services/leases.py): who holds it now (a token per claim, never reused) and
+    # when it runs out. A queued row's lease is when the reaper queues it again if nobody claimed
+    # it (its task lost with a killed worker); a running row's, when its grader counts as dead.
+    lease_owner: str | None = Field(default=None, max_length=32)
+    lease_expires_at: datetime | None = Field(default=None, index=True)
+    # Claims so far: a submission whose graders keep dying gets an error verdict after a few.
+    attempts: int = 0
 
 
 # A user's FSRS memory of one card (fsrs.Card's fields): what the scheduler needs for the next due date.

@@ -3,6 +3,8 @@
 Embedded default: huey's SQLite store and worker threads inside the app process, no
 server to run. With REDIS_URL set, the same task goes through Redis and any number
 of `kvprep worker` machines share the work. The web request never waits for a verdict.
+Whatever process dies, every stored submission gets exactly one verdict: the claim, the
+verdict and the re-queueing of lost work go through leases in the database (leases.py).
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ from typing import Any
 from huey import MemoryHuey, RedisHuey
 from huey.api import Huey
 from huey.consumer import Consumer
-from sqlalchemy import Engine, update
+from sqlalchemy import Engine
+from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col, select
 
-from app.config import Settings
-from app.models import Submission, utcnow
+from app.config import Settings, get_settings
+from app.models import Submission
 from app.services.embedded_queue import ConsumerLock, WakeableSqliteStorage, make_embedded_huey
+from app.services.leases import LeaseKeeper, claim, queued_lease, reap, record_verdict, with_db_retries
 from app.services.scheduling import record_challenge_result
 from graders.limits import Limits
 
@@ -46,63 +50,87 @@ def grade_submission(
     topics: Mapping[str, Sequence[str]] | None = None,
     settings: Settings | None = None,
     on_done: Callable[[str, dict[str, Any]], None] | None = None,
-) -> None:
-    """Grade one stored submission and store its verdict. Never raises for a bad submission.
+    keeper: LeaseKeeper | None = None,
+) -> bool:
+    """Grade one stored submission and store its verdict; True if this call stored it.
 
-    The verdict also counts for spaced repetition: a pass is a Good review of the challenge's
-    concept cards (`topics[slug]`), any other verdict brings them forward. `on_done(id, json)` runs
-    once the verdict is committed, with the submission's JSON (it wakes the requests waiting).
+    Never raises for a bad submission. The claim and the verdict go through the lease
+    (app/services/leases.py): a task for a submission already claimed or done does nothing, and
+    a grader that lost its lease meanwhile stores nothing. The verdict also counts for spaced
+    repetition: a pass is a Good review of the challenge's concept cards (`topics[slug]`), any
+    other verdict brings them forward. `on_done(id, json)` runs once the verdict is committed,
+    with the submission's JSON (it wakes the requests waiting). `keeper` renews the lease while
+    the grading runs.
     """
     from graders.runner import grade
 
-    with Session(engine) as session:
-        # Claim it: only a queued submission moves to running, so a task queued twice grades once.
-        claimed = session.execute(
-            update(Submission)
-            .where(col(Submission.id) == submission_id, col(Submission.status) == "queued")
-            .values(status="running")
-        )
-        session.commit()
-        if claimed.rowcount != 1:  # type: ignore[attr-defined]
-            return
-        submission = session.get(Submission, submission_id)
-        if submission is None:
-            return
-        slug, code = submission.challenge, submission.code
-    graded = True
+    settings = settings or get_settings()
+    budget = settings.grading_db_retry_s
     try:
-        result = grade(slug, code, limits).to_json()
-    except Exception:  # the grader's own failure must not leave the submission running forever
-        graded = False
-        log.exception("grader failed on submission %s", submission_id)
-        result = {
-            "challenge": slug,
-            "verdict": "error",
-            "tests": [],
-            "diagnosis": ["The grader itself failed on this submission; it has been logged."],
-            "duration_ms": 0,
-        }
-    with Session(engine) as session:
-        submission = session.get(Submission, submission_id)
-        if submission is None:
-            return
-        submission.status = "done"
-        submission.verdict = result["verdict"]
-        submission.result = result
-        submission.finished_at = utcnow()
-        if graded and topics is not None:
-            # In the same transaction as the verdict: whoever sees "done" sees the reviews too.
-            record_challenge_result(
-                session=session,
-                user_id=submission.user_id,
-                slug=slug,
-                passed=result["verdict"] == "passed",
-                topics=topics.get(slug, ()),
-                settings=settings,
-            )
-        session.commit()
+        token = with_db_retries(
+            lambda: claim(engine, submission_id, settings.grading_lease_s), what="claim", budget_s=budget
+        )
+    except OperationalError:
+        # Still queued, its lease running: the reaper queues it again when that runs out.
+        log.exception("grading: could not claim submission %s; the reaper will queue it again", submission_id)
+        return False
+    if token is None:  # already claimed by another grader, or done
+        return False
+    if keeper is not None:
+        keeper.hold(token)
+    try:
+        with Session(engine) as session:
+            submission = session.get(Submission, submission_id)
+            if submission is None:
+                return False
+            slug, code, user_id = submission.challenge, submission.code, submission.user_id
+        graded = True
+        try:
+            result = grade(slug, code, limits).to_json()
+        except Exception:  # the grader's own failure must not leave the submission running forever
+            graded = False
+            log.exception("grader failed on submission %s", submission_id)
+            result = {
+                "challenge": slug,
+                "verdict": "error",
+                "tests": [],
+                "diagnosis": ["The grader itself failed on this submission; it has been logged."],
+                "duration_ms": 0,
+            }
+
+        def store() -> bool:
+            with Session(engine) as session:
+                if not record_verdict(session, submission_id, token, result):
+                    session.rollback()
+                    return False
+                if graded and topics is not None:
+                    # In the same transaction as the verdict: whoever sees "done" sees the reviews
+                    # too, and a grader that lost its lease records neither.
+                    record_challenge_result(
+                        session=session,
+                        user_id=user_id,
+                        slug=slug,
+                        passed=result["verdict"] == "passed",
+                        topics=topics.get(slug, ()),
+                        settings=settings,
+                    )
+                session.commit()
+                return True
+
+        try:
+            stored = with_db_retries(store, what="storing the verdict", budget_s=budget)
+        except OperationalError:
+            log.exception("grading: verdict of %s not stored; its lease will bring it back", submission_id)
+            return False
+    finally:
+        if keeper is not None:
+            keeper.release(token)
+    if not stored:
+        log.warning("grading: submission %s was taken over by another grader; verdict dropped", submission_id)
+        return False
     if on_done is not None:
         on_done(submission_id, {**result, "id": submission_id, "status": "done"})
+    return True
 
 
 def log_isolation(limits: Limits, *, uid_base: int | None = None, uid_count: int | None = None) -> None:
@@ -141,9 +169,18 @@ class GradingQueue:
         engine, settings, topics = self.engine, self.settings, self.topics
         limits = settings.grader_limits()
 
+        self.keeper = LeaseKeeper(
+            engine,
+            lease_s=settings.grading_lease_s,
+            queue_lease_s=settings.grading_queue_lease_s,
+            interval_s=settings.grading_reap_interval_s,
+            max_attempts=settings.grading_max_attempts,
+            enqueue=self._enqueue,
+        )
+
         @self.huey.task(name=TASK_NAME)
         def _grade(submission_id: str) -> None:
-            grade_submission(engine, submission_id, limits, topics, settings, self._notify)
+            grade_submission(engine, submission_id, limits, topics, settings, self._notify, self.keeper)
 
         self._task = _grade
         self._lock: ConsumerLock | None = None
@@ -156,13 +193,26 @@ class GradingQueue:
 
     def submit(self, *, session: Session, user_id: int, challenge: str, code: str) -> Submission:
         submission = Submission(
-            id=secrets.token_hex(12), user_id=user_id, challenge=challenge, code=code, status="queued"
+            id=secrets.token_hex(12),
+            user_id=user_id,
+            challenge=challenge,
+            code=code,
+            status="queued",
+            lease_expires_at=queued_lease(self.settings.grading_queue_lease_s),
         )
         session.add(submission)
         session.commit()
         session.refresh(submission)
-        self._task(submission.id)
+        self._enqueue(submission.id)
         return submission
+
+    def _enqueue(self, submission_id: str) -> None:
+        """Queue a stored submission. A broker that does not answer loses nothing: the row is
+        stored with its queued lease, and a reaper queues it again when that runs out."""
+        try:
+            self._task(submission_id)
+        except Exception:
+            log.exception("grading: could not queue submission %s; the reaper will", submission_id)
 
     def start_workers(self, workers: int) -> None:
         """Worker threads in this process.
@@ -212,19 +262,22 @@ class GradingQueue:
             check_worker_health=False,
         )
         self.consumer.start()
+        self.keeper.start()
         log.info("grading: %d worker thread(s) on the %s queue", workers, type(self.huey).__name__)
 
     def _requeue_unfinished(self) -> None:
         """Queue again what a previous consumer left: `running` ones died with it (one consumer)."""
         self.huey.flush()
+        reap(
+            self.engine,
+            queue_lease_s=self.settings.grading_queue_lease_s,
+            max_attempts=self.settings.grading_max_attempts,
+            everything_running=True,
+        )
         with Session(self.engine) as session:
-            session.execute(
-                update(Submission).where(col(Submission.status) == "running").values(status="queued")
-            )
-            session.commit()
             pending = session.exec(select(Submission.id).where(col(Submission.status) == "queued")).all()
         for submission_id in pending:
-            self._task(submission_id)
+            self._enqueue(submission_id)
 
     def run_worker(self, workers: int) -> None:
         """A standalone worker process (`kvprep worker`): huey's consumer with its signal handling."""
@@ -233,6 +286,7 @@ class GradingQueue:
             uid_base=self.settings.sandbox_uid_base,
             uid_count=self.settings.sandbox_uid_count,
         )
+        self.keeper.start()
         try:
             Consumer(self.huey, workers=workers, periodic=False, check_worker_health=True).run()
         finally:
@@ -242,6 +296,7 @@ class GradingQueue:
 
     def stop(self) -> None:
         self._stopping.set()
+        self.keeper.stop()
         if self.consumer is not None:
             self.consumer.stop(graceful=True)
             self.consumer = None
