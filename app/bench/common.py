@@ -102,6 +102,30 @@ def wait_until_up(base: str, path: str, proc: subprocess.Popen[bytes], timeout_s
     raise RuntimeError(f"the server at {base} did not start")
 
 
+def start_server(
+    tmp: Path, log: Path, *, workers: int = 1, wait: bool = True
+) -> tuple[subprocess.Popen[bytes], str]:
+    """`kvprep serve` on a SQLite file in `tmp`, its output in `log`; by default, once it answers."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "KVPREP_DATABASE_URL": f"sqlite:///{tmp / 'bench.sqlite3'}",
+        "KVPREP_QUEUE_FILE": str(tmp / "queue.sqlite3"),
+        "KVPREP_RATELIMIT_FILE": str(tmp / "rate-limits.sqlite3"),
+        "KVPREP_LAB_LOCK_FILE": str(tmp / "lab.lock"),
+        "KVPREP_SUBMISSIONS_PER_MINUTE": "100000",
+        "KVPREP_GUESTS_PER_HOUR": "100000",
+        "OMP_NUM_THREADS": "1",
+    }
+    command = [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--workers", str(workers)]
+    with log.open("wb") as out:  # the child keeps its own copy of the descriptor
+        proc = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    if wait:
+        wait_until_up(base, "/api/challenges", proc)
+    return proc, base
+
+
 @contextmanager
 def serving(url: str | None, workers: int = 1) -> Iterator[str]:
     """The base URL of `url`, or of a `kvprep serve --workers N` of our own, stopped afterwards.
@@ -113,20 +137,7 @@ def serving(url: str | None, workers: int = 1) -> Iterator[str]:
         return
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "server.log"
-        port = free_port()
-        env = {
-            **os.environ,
-            "KVPREP_DATABASE_URL": f"sqlite:///{Path(tmp) / 'bench.sqlite3'}",
-            "KVPREP_QUEUE_FILE": str(Path(tmp) / "queue.sqlite3"),
-            "KVPREP_RATELIMIT_FILE": str(Path(tmp) / "rate-limits.sqlite3"),
-            "KVPREP_SUBMISSIONS_PER_MINUTE": "100000",
-            "KVPREP_GUESTS_PER_HOUR": "100000",
-            "OMP_NUM_THREADS": "1",
-        }
-        command = [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--workers", str(workers)]
-        with log.open("wb") as out:  # the child keeps its own copy of the descriptor
-            proc = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
-        base = f"http://127.0.0.1:{port}"
+        proc, base = start_server(Path(tmp), log, workers=workers, wait=False)
         try:
             wait_until_up(base, "/api/challenges", proc)
             yield base

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.bench import start_server
+from app.bench.common import start_server
 from app.services.grading import log_isolation
 from graders.limits import Limits
 from graders.runner import warm_up
