@@ -45,7 +45,7 @@ def test_a_stopped_server_leaves_no_temporary_folders(
     monkeypatch.setenv("TMPDIR", str(tmpdir))  # where the server's tempfile.mkdtemp folders go
     proc, _ = start_server(tmp_path, tmp_path / "server.log")
     try:
-        running = sorted(p.name for p in tmpdir.glob("kvprep-*"))
+        running = sorted(p.name for p in tmpdir.glob("kvprep-*") if p.is_dir())
         assert len(running) == 2, running  # the fork server's folder and its submissions' folder
     finally:
         proc.terminate()
