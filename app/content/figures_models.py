@@ -259,6 +259,10 @@ def _mla_figures() -> dict[str, str]:
     f["mla_decompress_over_absorbed"] = f"{rebuild / absorbed:.0f}x"
     f["mla_decode_intensity"] = f"{absorbed / latent_bytes:.0f}"
     f["mla_gqa_70b_decode_intensity"] = f"{gqa_attention_intensity(LLAMA31_70B):.0f}"
+    f["mla_v3_latent_bytes_per_layer"] = f"{latent_bytes:,}"
+    m = LLAMA31_70B
+    f["mla_gqa_70b_flops_per_token_layer"] = f"{2 * m.q_heads * 2 * m.head_dim:,}"
+    f["mla_gqa_70b_bytes_per_token_layer"] = f"{2 * m.kv_heads * m.head_dim * m.bytes_per_element:,}"
     f["mla_h100_ridge"] = f"{H100_SXM.ridge_flops_per_byte:.0f}"
     return f
 
