@@ -360,6 +360,7 @@ def _moe_figures() -> dict[str, str]:
     f["moe_mixtral_total_params"] = f"{total / 1e9:.1f}B"
     f["moe_mixtral_active_params"] = f"{active / 1e9:.1f}B"
     f["moe_mixtral_active_share"] = f"{active / total:.0%}"
+    f["moe_mixtral_total_over_active"] = f"{total / active:.1f}x"
     f["moe_mixtral_bf16_gb"] = f"{total * 2 / 1e9:.1f} GB"
     f["moe_mixtral_active_bf16_gb"] = f"{active * 2 / 1e9:.1f} GB"
     f["moe_mixtral_gflop_per_token"] = f"{im.matmul_flops(active, 1) / 1e9:.1f} GFLOP"
