@@ -121,6 +121,8 @@ def _serving_figures() -> dict[str, str]:
     f["serving_qwen_b64_cost"] = f"${im.cost_per_million_tokens(price, b64):.3f}"
     f["serving_qwen_b64_cache_gb"] = f"{64 * 2048 * per_token_cache / 1e9:.2f} GB"
     f["serving_b1_over_b64_cost"] = f"{b64 / b1:.0f}x"
+    cache_read = 64 * 2048 * per_token_cache
+    f["serving_qwen_b64_cache_share"] = f"{cache_read / (weights + cache_read):.0%}"
     prefill_tok_s = H100_SXM.bf16_flops / im.matmul_flops(params, 1)
     f["serving_qwen_prefill_tok_s"] = f"{prefill_tok_s:,.0f}"
     f["serving_qwen_prefill_cost"] = f"${im.cost_per_million_tokens(price, prefill_tok_s):.4f}"
