@@ -127,6 +127,12 @@ def group_quant_bits(bits: int, group_size: int, scale_bits: int = 16, zero_bits
     return bits + (scale_bits + zero_bits) / group_size
 
 
+def quantize_symmetric(values: Sequence[float], bits: int = 8) -> tuple[float, list[int]]:
+    """Symmetric absmax quantization: scale = max|x| / (2^(bits-1) - 1), codes = round(x / scale)."""
+    scale = max(abs(v) for v in values) / (2 ** (bits - 1) - 1)
+    return scale, [round(v / scale) for v in values]
+
+
 @dataclass(frozen=True)
 class FloatFormat:
     name: str
@@ -182,6 +188,17 @@ def _quant_figures() -> dict[str, str]:
     f["quant_bf16_over_int4_bytes"] = f"{16 / int4_bits:.2f}x"
     f["quant_crossover_bf16_h100"] = f"{im.crossover_batch(H100_SXM, 2):.0f}"
     f["quant_crossover_int4_h100"] = f"{im.crossover_batch(H100_SXM, int4_bits / 8):.0f}"
+    # Why one outlier ruins an absmax grid: four values, with and without the 12.7.
+    with_outlier = (0.12, -0.26, 0.31, 12.7)
+    scale, codes = quantize_symmetric(with_outlier)
+    small_scale, _ = quantize_symmetric(with_outlier[:3])
+    f["quant_example_scale_outlier"] = f"{scale:g}"
+    f["quant_example_codes"] = ", ".join(str(c) for c in codes)
+    f["quant_example_dequant"] = ", ".join(f"{c * scale:g}" for c in codes)
+    f["quant_example_scale_no_outlier"] = f"{small_scale:.5f}"
+    f["quant_example_step_ratio"] = f"{scale / small_scale:.0f}x"
+    worst = max(abs(c * scale - v) / abs(v) for c, v in zip(codes[:3], with_outlier[:3], strict=True))
+    f["quant_example_worst_relative_error"] = f"{worst:.0%}"
     for fmt in (E4M3, E5M2):
         key = fmt.name.lower()
         f[f"quant_{key}_max"] = f"{fmt.max_normal:,.0f}"

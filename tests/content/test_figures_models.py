@@ -96,3 +96,12 @@ def test_mixtral_parameters_match_the_published_counts() -> None:
     assert FIG["moe_mixtral_experts_touched_b4"] == "5.47"  # 8 x (1 - 0.75^4)
     assert FIG["moe_mixtral_crossover_batch"] == "1,181"  # 295.2 tokens per expert x 8 / 2
     assert fm.expert_capacity(4096, 2, 8, 1.25) == 1280
+
+
+def test_symmetric_quantization_example() -> None:
+    scale, codes = fm.quantize_symmetric((0.12, -0.26, 0.31, 12.7))
+    assert scale == pytest.approx(0.1)  # 12.7 / 127
+    assert codes == [1, -3, 3, 127]
+    assert fm.quantize_symmetric((1.0, -0.5), bits=4) == (pytest.approx(1 / 7), [7, -4])
+    assert FIG["quant_example_scale_no_outlier"] == "0.00244"  # 0.31 / 127
+    assert FIG["quant_example_step_ratio"] == "41x"
