@@ -70,6 +70,28 @@ def decode_step_seconds(weight_bytes: float, kv_bytes_per_token: float, batch: i
     return im.min_time_per_token(weight_bytes, batch * context * kv_bytes_per_token, H100_SXM)
 
 
+def roofline_decode_step(
+    model: ModelShape, params: int, batch: int, context: int, bytes_per_param: float = 2
+) -> float:
+    """A decode step's lower bound: the larger of its memory time (weights once, every
+    sequence's cache) and its compute time (2 FLOPs per parameter per sequence, plus
+    attention's q.k and p.v over the context)."""
+    memory = im.min_time_per_token(params * bytes_per_param, batch * context * model.kv_bytes(1), H100_SXM)
+    attention = 4 * model.layers * model.q_heads * model.head_dim * context
+    compute = im.compute_time(batch * (im.matmul_flops(params, 1) + attention), H100_SXM)
+    return max(memory, compute)
+
+
+def decode_capacity(model: ModelShape, params: int, context: int, tpot_slo_s: float) -> tuple[int, int]:
+    """(sequences whose cache fits beside the bf16 weights on one 80 GB H100, the largest batch
+    whose bandwidth-bound step still meets the TPOT SLO), every sequence at `context` tokens."""
+    weights = params * 2
+    per_sequence = context * model.kv_bytes(1)
+    fit = im.sequences_that_fit(H100_SXM.hbm_bytes - weights, per_sequence)
+    by_slo = math.floor((tpot_slo_s * H100_SXM.hbm_bytes_per_s - weights) / per_sequence)
+    return fit, by_slo
+
+
 def chunk_cache_reread_bytes(prompt: int, chunk: int, kv_bytes_per_token: float) -> float:
     """Cache bytes the chunks of one prompt read back: chunk i attends to the i * chunk tokens before it."""
     chunks = math.ceil(prompt / chunk)
@@ -123,6 +145,22 @@ def _serving_figures() -> dict[str, str]:
     f["serving_b1_over_b64_cost"] = f"{b64 / b1:.0f}x"
     cache_read = 64 * 2048 * per_token_cache
     f["serving_qwen_b64_cache_share"] = f"{cache_read / (weights + cache_read):.0%}"
+    # Capacity under a TPOT SLO (Little's law): 2,048-token sequences, 400 decode steps each.
+    for slo_ms in (25, 15):
+        fit, by_slo = decode_capacity(QWEN25_7B, params, 2048, slo_ms / 1e3)
+        batch = min(fit, by_slo)
+        step = roofline_decode_step(QWEN25_7B, params, batch, 2048)
+        key = f"serving_cap_slo{slo_ms}"
+        f[f"{key}_fit"] = str(fit)
+        f[f"{key}_by_slo"] = str(by_slo)
+        f[f"{key}_batch"] = str(batch)
+        f[f"{key}_step_ms"] = f"{step * 1e3:.1f} ms"
+        f[f"{key}_tok_s"] = f"{batch / step:,.0f}"
+        f[f"{key}_req_s"] = f"{batch / (400 * step):.1f} req/s"
+        f[f"{key}_decode_s"] = f"{400 * step:.1f} s"
+        attention = 4 * QWEN25_7B.layers * QWEN25_7B.q_heads * QWEN25_7B.head_dim * 2048
+        compute = im.compute_time(batch * (im.matmul_flops(params, 1) + attention), H100_SXM)
+        f[f"{key}_compute_ms"] = f"{compute * 1e3:.1f} ms"
     prefill_tok_s = H100_SXM.bf16_flops / im.matmul_flops(params, 1)
     f["serving_qwen_prefill_tok_s"] = f"{prefill_tok_s:,.0f}"
     f["serving_qwen_prefill_cost"] = f"${im.cost_per_million_tokens(price, prefill_tok_s):.4f}"

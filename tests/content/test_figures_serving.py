@@ -56,3 +56,18 @@ def test_cache_transfer_over_one_port() -> None:
     assert FIG["chunked_70b_cache_4k_gb"] == "1.34 GB"
     assert FIG["chunked_70b_transfer_1link_ms"] == "26.8 ms"
     assert FIG["chunked_v3_transfer_ms"] == "5.8 ms"  # 70,272 x 4,096 B / 50 GB/s
+
+
+def test_decode_capacity_under_a_tpot_slo() -> None:
+    m = LATER_MODELS["qwen25_7b"]
+    params = fs.qwen25_7b_params()
+    # (80 GB - 15.23 GB) / (2,048 x 57,344 B) = 551.5 sequences;
+    # (25 ms x 3.35 TB/s - 15.23 GB) / (2,048 x 57,344 B) = 583.4.
+    assert fs.decode_capacity(m, params, 2048, 0.025) == (551, 583)
+    assert fs.decode_capacity(m, params, 2048, 0.015)[1] == 298
+    # Memory-bound at that batch: the step is the bandwidth time, not the compute time.
+    step = fs.roofline_decode_step(m, params, 551, 2048)
+    assert step == pytest.approx((params * 2 + 551 * 2048 * 57344) / 3.35e12)
+    # At batch 1 with no context the step is weights over bandwidth.
+    assert fs.roofline_decode_step(m, params, 1, 0) == pytest.approx(params * 2 / 3.35e12)
+    assert FIG["serving_cap_slo25_req_s"] == "57.7 req/s"  # 551 / (400 x 23.9 ms)
