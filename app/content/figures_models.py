@@ -213,6 +213,7 @@ def _quant_figures() -> dict[str, str]:
     int4 = im.quantized_kv_bytes_per_token(m.layers, m.kv_heads, m.head_dim, 4, 128)
     two_bit = im.quantized_kv_bytes_per_token(m.layers, m.kv_heads, m.head_dim, 2, 32, scale_bytes=4)
     f["quant_kv_70b_bf16_kib"] = f"{bf16 / KIB:g} KiB"
+    f["quant_kv_70b_elements_per_token"] = f"{2 * m.layers * m.kv_heads * m.head_dim:,}"
     f["quant_kv_70b_int8_kib"] = f"{int8 / KIB:g} KiB"
     f["quant_kv_70b_int4_kib"] = f"{int4 / KIB:g} KiB"
     f["quant_kv_70b_2bit_kib"] = f"{two_bit / KIB:g} KiB"
