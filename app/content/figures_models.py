@@ -269,6 +269,9 @@ def _mla_figures() -> dict[str, str]:
     f["mla_cmp_llama31_70b_gib_128k"] = f"{LLAMA31_70B.kv_bytes(131072) / GIB:.2f} GiB"
     f["mla_cmp_llama31_405b_gib_128k"] = f"{LLAMA31_405B.kv_bytes(131072) / GIB:.2f} GiB"
     f["mla_v3_vs_70b_ratio"] = f"{LLAMA31_70B.kv_bytes(1) / mla:.1f}x"
+    # Under TP the one latent per token cannot be split by heads: every rank keeps a copy.
+    f["mla_v3_tp8_total_kib"] = f"{8 * mla / KIB:.1f} KiB"
+    f["mla_v3_tp8_vs_gqa_per_gpu"] = f"{mla / tp_kv_bytes_per_token_per_gpu(LLAMA31_70B, 8):.2f}x"
     absorbed = mla_absorbed_flops_per_cached_token(s)
     rebuild = mla_decompress_flops_per_cached_token(s)
     latent_bytes = (s.kv_lora_rank + s.rope_head_dim) * 2
