@@ -51,6 +51,9 @@ class CardFrontMatter(BaseModel):
     sources: list[str] = Field(min_length=1)
     # figure name (app/content/figures.py) -> the exact text the card prints for it
     figures: dict[str, str] = Field(default_factory=dict)
+    # a figure the card quotes rather than computes (a paper's measurement, a data sheet's peak)
+    # -> where it comes from: one of `sources`, or a seed ("seed 001")
+    quotes: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("tags")
     @classmethod
