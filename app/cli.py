@@ -57,9 +57,20 @@ def _sync_content(_: argparse.Namespace) -> int:
 
 def _figures(_: argparse.Namespace) -> int:
     from app.content.figures import compute_figures
+    from app.content.hardware import GPUS
 
-    for name, value in compute_figures().items():
-        print(f"{name:36s} {value}")
+    print("GPUs (data-sheet peaks, dense BF16, decimal units):")
+    for key, gpu in GPUS.items():
+        print(
+            f"  {key:10s} {gpu.bf16_flops / 1e12:,.0f} TFLOPS  {gpu.hbm_bytes_per_s / 1e9:,.0f} GB/s  "
+            f"{gpu.hbm_bytes / 1e9:.0f} GB  ridge {gpu.ridge_flops_per_byte:.1f} FLOP/byte"
+        )
+        print(f"  {'':10s} source: {gpu.source}")
+    print()
+    figures = compute_figures()
+    width = max(map(len, figures))
+    for name, value in figures.items():
+        print(f"{name:{width}s} {value}")
     return 0
 
 

@@ -1,12 +1,155 @@
-"""Roofline figures: ridge points, minimum time per output token, crossover batch sizes, MBU/MFU.
+"""Roofline figures: ridge points, minimum time per output token, crossover batch sizes, MBU/MFU,
+and the cache and weight sizes of the later model configs.
 
-Merged into app.content.figures.compute_figures(); a name defined twice is an error.
+Merged into app.content.figures.compute_figures(); a name defined twice is an error. Every
+number comes from the GPU data sheets (app/content/hardware.py), the model shapes
+(app/content/figures.py) and the formulas (app/content/inference_math.py). Weights are in bf16
+(2 bytes per parameter) unless a name says otherwise; sizes in GB are decimal, like the data
+sheets' bandwidths, so that bytes / bandwidth needs no conversion.
 """
 
 from __future__ import annotations
+
+import math
+
+from app.content import inference_math as im
+from app.content.figures import (
+    DEEPSEEK_V3,
+    GIB,
+    KIB,
+    LATER_MODELS,
+    LLAMA2_7B,
+    LLAMA3_8B,
+    LLAMA31_70B,
+    ModelShape,
+)
+from app.content.hardware import GPUS, H100_SXM
+
+GPU_SHORT = {"a100_80gb": "a100", "h100_sxm": "h100", "h200_sxm": "h200"}
+
+# Models whose batch-1 decode bound is quoted per GPU: the dense ones that fit on one 80 GB card.
+BATCH1_MODELS: dict[str, ModelShape] = {
+    "llama2_7b": LLAMA2_7B,
+    "llama3_8b": LLAMA3_8B,
+    "qwen25_7b": LATER_MODELS["qwen25_7b"],
+    "gemma2_9b": LATER_MODELS["gemma2_9b"],
+}
+
+# Worked MBU/MFU examples: a measured speed is an assumption the card states, the
+# utilisation is what follows from it.
+MBU_EXAMPLE_TOKENS_PER_S = 150  # Llama-2-7B at batch 1 on one H100
+MFU_EXAMPLE_PROMPT, MFU_EXAMPLE_SECONDS = 4096, 0.150  # Llama-3-8B prefill on one H100
+
+
+def weight_bytes(model: ModelShape, bytes_per_param: float = 2) -> float:
+    return model.dense_params() * bytes_per_param
+
+
+def attention_prefill_flops(model: ModelShape, tokens: int) -> float:
+    """Scores and weighted sum of a causal prefill: 2 matmuls x 2 FLOPs x n^2/2 pairs x width, per layer."""
+    return 2 * tokens * tokens * model.q_heads * model.head_dim * model.layers
+
+
+def prefill_flops(model: ModelShape, tokens: int) -> float:
+    """Whole-model prefill: 2 FLOPs per multiplied parameter per token, plus causal attention."""
+    return im.matmul_flops(model.matmul_params(), tokens) + attention_prefill_flops(model, tokens)
 
 
 def figures() -> dict[str, str]:
     """name -> the exact text a card must print for that figure."""
     f: dict[str, str] = {}
+    for key, gpu in GPUS.items():
+        short = GPU_SHORT[key]
+        f[f"roofline_ridge_{short}"] = f"{gpu.ridge_flops_per_byte:.0f} FLOP/byte"
+        for dtype, bpp in (("bf16", 2), ("int8", 1), ("int4", 0.5)):
+            f[f"roofline_crossover_{short}_{dtype}"] = f"{im.crossover_batch(gpu, bpp):.0f} sequences"
+        f[f"roofline_{short}_hbm_gib"] = f"{gpu.hbm_bytes / GIB:.1f} GiB"
+    f["roofline_h100_vs_a100_flops"] = f"{H100_SXM.bf16_flops / GPUS['a100_80gb'].bf16_flops:.1f}x"
+    f["roofline_h100_vs_a100_bandwidth"] = (
+        f"{H100_SXM.hbm_bytes_per_s / GPUS['a100_80gb'].hbm_bytes_per_s:.1f}x"
+    )
+    f["roofline_h200_vs_h100_bandwidth"] = (
+        f"{GPUS['h200_sxm'].hbm_bytes_per_s / H100_SXM.hbm_bytes_per_s:.2f}x"
+    )
+    f["roofline_decode_intensity_b1_bf16"] = f"{im.decode_intensity(1, 2):.0f} FLOP/byte"
+    f["roofline_decode_intensity_b64_bf16"] = f"{im.decode_intensity(64, 2):.0f} FLOP/byte"
+    f["roofline_decode_intensity_b1_int4"] = f"{im.decode_intensity(1, 0.5):.0f} FLOP/byte"
+
+    # The lower bound on time per output token at batch 1: every weight read once per step.
+    for key, model in BATCH1_MODELS.items():
+        weights = weight_bytes(model)
+        f[f"{key}_params_dense"] = f"{model.dense_params() / 1e9:.2f}B"
+        f[f"{key}_weights_gb_bf16"] = f"{weights / 1e9:.2f} GB"
+        for gkey, gpu in GPUS.items():
+            short = GPU_SHORT[gkey]
+            seconds = im.min_time_per_token(weights, 0, gpu)
+            f[f"roofline_min_ms_{key}_{short}"] = f"{seconds * 1e3:.2f} ms"
+            f[f"roofline_max_tps_{key}_{short}"] = (
+                f"{math.floor(im.max_tokens_per_second_batch1(weights, gpu))} tokens/s"
+            )
+    llama2_weights = weight_bytes(LLAMA2_7B)
+    f["roofline_llama2_7b_int4_weights_gb"] = f"{weight_bytes(LLAMA2_7B, 0.5) / 1e9:.2f} GB"
+    f["roofline_min_ms_llama2_7b_h100_int4"] = (
+        f"{im.min_time_per_token(weight_bytes(LLAMA2_7B, 0.5), 0, H100_SXM) * 1e3:.2f} ms"
+    )
+    # A long cache adds its own read to every step: Llama-2-7B (MHA) at 32,768 tokens.
+    cache_32k = LLAMA2_7B.kv_bytes(32768)
+    f["roofline_llama2_7b_cache_gb_32k"] = f"{cache_32k / 1e9:.2f} GB"
+    f["roofline_min_ms_llama2_7b_h100_32k"] = (
+        f"{im.min_time_per_token(llama2_weights, cache_32k, H100_SXM) * 1e3:.2f} ms"
+    )
+    llama3_weights = weight_bytes(LLAMA3_8B)
+    cache_8b_32k = LLAMA3_8B.kv_bytes(32768)
+    f["roofline_llama3_8b_cache_gb_32k"] = f"{cache_8b_32k / 1e9:.2f} GB"
+    f["roofline_min_ms_llama3_8b_h100_32k"] = (
+        f"{im.min_time_per_token(llama3_weights, cache_8b_32k, H100_SXM) * 1e3:.2f} ms"
+    )
+    cache_8b_1m = LLAMA3_8B.kv_bytes(2**20)
+    f["llama3_8b_gib_1m"] = f"{cache_8b_1m / GIB:.2f} GiB"
+    f["llama3_8b_gb_1m"] = f"{cache_8b_1m / 1e9:.1f} GB"
+
+    # A 70B model does not fit one 80 GB GPU in bf16; eight H100s share the weight read.
+    weights_70b = weight_bytes(LLAMA31_70B)
+    f["llama31_70b_params_dense"] = f"{LLAMA31_70B.dense_params() / 1e9:.2f}B"
+    f["llama31_70b_weights_gb_bf16"] = f"{weights_70b / 1e9:.1f} GB"
+    f["roofline_min_ms_llama31_70b_8xh100"] = f"{weights_70b / (8 * H100_SXM.hbm_bytes_per_s) * 1e3:.2f} ms"
+
+    # Batch sizes: the intensity a batch reaches, and the time bound where decode turns compute-bound.
+    crossover = math.ceil(im.crossover_batch(H100_SXM, 2))
+    f["roofline_crossover_h100_bf16_ceil"] = f"{crossover} sequences"
+    f["roofline_step_ms_llama2_7b_h100_at_crossover"] = (
+        f"{im.compute_time(im.matmul_flops(LLAMA2_7B.matmul_params(), crossover), H100_SXM) * 1e3:.2f} ms"
+    )
+
+    # MBU and MFU worked examples (assumed measurements, stated on the card).
+    achieved = MBU_EXAMPLE_TOKENS_PER_S * llama2_weights
+    f["roofline_mbu_example_tps"] = f"{MBU_EXAMPLE_TOKENS_PER_S} tokens/s"
+    f["roofline_mbu_example_gb_per_s"] = f"{achieved / 1e9:,.0f} GB/s"
+    f["roofline_mbu_example"] = f"{im.mbu(achieved, H100_SXM):.0%}"
+    flops = im.matmul_flops(LLAMA3_8B.matmul_params(), MFU_EXAMPLE_PROMPT)
+    f["roofline_mfu_example_tflop"] = f"{flops / 1e12:.1f} TFLOP"
+    f["roofline_mfu_example_ms"] = f"{MFU_EXAMPLE_SECONDS * 1e3:.0f} ms"
+    f["roofline_mfu_example"] = f"{im.mfu(flops / MFU_EXAMPLE_SECONDS, H100_SXM):.0%}"
+    f["roofline_prefill_ms_llama3_8b_4k_h100"] = f"{im.compute_time(flops, H100_SXM) * 1e3:.1f} ms"
+
+    # Cache bytes per token of the later configs (bf16), and at their long contexts.
+    # Each at its config's max_position_embeddings (Qwen2.5-7B and Mixtral 32,768; Gemma-2 8,192;
+    # Llama-3.1 131,072).
+    contexts = {"qwen25_7b": 32768, "gemma2_9b": 8192, "mixtral_8x7b": 32768}
+    for key, model in LATER_MODELS.items():
+        f[f"{key}_kib_per_token"] = f"{model.kv_bytes(1) / KIB:g} KiB"
+        tokens = contexts.get(key, 131072)
+        f[f"{key}_gib_{tokens // 1024}k"] = f"{model.kv_bytes(tokens) / GIB:.2f} GiB"
+    v3 = DEEPSEEK_V3
+    v3_bytes = im.mla_bytes_per_token(v3.layers, v3.kv_lora_rank, v3.qk_rope_head_dim, 2)
+    f["deepseek_v3_bytes_per_token"] = f"{v3_bytes:,}"
+
+    # Whole-model prefill of Llama-3-8B at 32k and 1M tokens: attention's share and the ratio.
+    n32k, n1m = 32768, 2**20
+    lengths: tuple[tuple[str, int], ...] = (("32k", n32k), ("1m", n1m))
+    for label, n in lengths:
+        share = attention_prefill_flops(LLAMA3_8B, n) / prefill_flops(LLAMA3_8B, n)
+        f[f"quadratic_attention_share_llama3_8b_{label}"] = f"{share:.0%}"
+    ratio = prefill_flops(LLAMA3_8B, n1m) / prefill_flops(LLAMA3_8B, n32k)
+    f["quadratic_prefill_ratio_llama3_8b_1m_vs_32k"] = f"{ratio:.0f}x"
     return f
