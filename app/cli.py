@@ -22,6 +22,15 @@ def _check_content(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         return 1
     bank = catalog.bank
+    from app.content.figure_audit import audit_bank
+    from app.content.figures import compute_figures
+
+    figure_problems = audit_bank(bank.cards, compute_figures())
+    if figure_problems:
+        print(f"{len(figure_problems)} figure problem(s) in {root}:", file=sys.stderr)
+        for problem in figure_problems:
+            print(f"  {problem}", file=sys.stderr)
+        return 1
     print(
         f"ok: {len(bank.cards)} cards in {len(bank.topics)} topics, "
         f"{len(catalog.challenges)} challenges ({root})"

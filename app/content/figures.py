@@ -133,6 +133,18 @@ class MLAShape:
 DEEPSEEK_V3 = MLAShape("DeepSeek-V3", 61, 512, 64, 128, 128, 128)
 
 
+# kvprep's GPT-2 small measurements on a CPU (seed 000), in milliseconds. Quoted on the cards as
+# measured; only the ratios below are derived from them.
+GPT2_CPU_MS = {
+    "prefill_16": 15.3,
+    "prefill_960": 219.6,
+    "step_min": 8.0,  # "a decode step stayed between 8.0 and 9.6 ms"
+    "step_max": 9.6,
+    "cached_step_960": 9.6,
+    "uncached_step_960": 228.8,
+}
+
+
 def gpt2_small_params() -> int:
     """GPT-2 small's parameters: tied token embedding, learned positions, biases, LayerNorms."""
     d, vocab, positions, layers, ff = 768, 50257, 1024, 12, 3072
@@ -231,6 +243,15 @@ def _model_figures() -> dict[str, str]:
     # A naive step at length t pushes t tokens through the projections; a cached step pushes one.
     f["naive_step_ratio_2000_500_first"] = f"{_int(2000 // 1)}x"
     f["naive_step_ratio_2000_500_last"] = f"{_int((2000 + 500 - 1) // 1)}x"
+    cpu = GPT2_CPU_MS
+    f["gpt2_cpu_prefill_ratio_960_vs_16"] = f"{cpu['prefill_960'] / cpu['prefill_16']:.1f}x"
+    f["gpt2_cpu_prompt_ratio_960_vs_16"] = f"{960 // 16}x"
+    f["gpt2_cpu_prefill_ms_per_token_16"] = f"{cpu['prefill_16'] / 16:.2f} ms"
+    f["gpt2_cpu_prefill_ms_per_token_960"] = f"{cpu['prefill_960'] / 960:.2f} ms"
+    f["gpt2_cpu_cached_speedup_960"] = f"{cpu['uncached_step_960'] / cpu['cached_step_960']:.0f}x"
+    # Re-running 16 tokens costs about their prefill; against the fastest and slowest cached step.
+    f["gpt2_cpu_short_speedup_max"] = f"{cpu['prefill_16'] / cpu['step_min']:.1f}x"
+    f["gpt2_cpu_short_speedup_min"] = f"{cpu['prefill_16'] / cpu['step_max']:.1f}x"
     f["gpt2_small_params"] = f"{gpt2_small_params() / 1e6:.0f}M"
     f["gpt2_small_weights_mb_fp32"] = f"{gpt2_small_params() * 4 / 1e6:.0f} MB"
     f["gpt2_small_cache_vs_weights"] = f"{GPT2_SMALL.kv_bytes(1024, 64) / (gpt2_small_params() * 4):.1f}x"
