@@ -106,6 +106,8 @@ def find_figures(text: str) -> list[Figure]:
             continue  # "1990s", "4s" as plural
         if unit == "bytes" and not frac and whole in ("1", "2", "4", "8"):
             continue  # an element's width (fp16 is 2 bytes): a definition, not a figure
+        if unit in ("FLOPs", "FLOP") and not frac and whole == "2":
+            continue  # "2 FLOPs per parameter" (a multiply and an add): the convention, not a figure
         found.append(Figure(match.group(0), (whole + frac).replace(",", ""), _normalise_unit(unit)))
     return found
 

@@ -121,6 +121,29 @@ def figures() -> dict[str, str]:
         f"{im.compute_time(im.matmul_flops(LLAMA2_7B.matmul_params(), crossover), H100_SXM) * 1e3:.2f} ms"
     )
 
+    # Decode and prefill of Llama-3-8B on the H100 roofline.
+    decode_flops = im.matmul_flops(LLAMA3_8B.matmul_params(), 1)
+    f["roofline_decode_compute_us_llama3_8b_h100"] = f"{im.compute_time(decode_flops, H100_SXM) * 1e6:.1f} us"
+    decode_share = im.compute_time(decode_flops, H100_SXM) / (llama3_weights / H100_SXM.hbm_bytes_per_s)
+    f["roofline_decode_mfu_b1_llama3_8b_h100"] = f"{decode_share:.1%}"
+    f["roofline_prefill_intensity_4k_bf16"] = f"{im.decode_intensity(MFU_EXAMPLE_PROMPT, 2):,.0f} FLOP/byte"
+    f["roofline_prefill_weight_read_ms_llama3_8b_h100"] = (
+        f"{llama3_weights / H100_SXM.hbm_bytes_per_s * 1e3:.2f} ms"
+    )
+
+    # Throughput against batch for Llama-3-8B with 4,096-token sequences on one H100 (bandwidth bound):
+    # each step reads the weights once and every sequence's own cache.
+    cache_4k = LLAMA3_8B.kv_bytes(4096)
+    for batch in (1, 32, 64, 119):
+        step = im.min_time_per_token(llama3_weights, batch * cache_4k, H100_SXM)
+        f[f"batching_step_ms_llama3_8b_4k_b{batch}"] = f"{step * 1e3:.2f} ms"
+        f[f"batching_tps_llama3_8b_4k_b{batch}"] = f"{math.floor(batch / step):,} tokens/s"
+        f[f"batching_user_tps_llama3_8b_4k_b{batch}"] = f"{math.floor(1 / step):,} tokens/s"
+    f["batching_tps_ceiling_llama3_8b_4k"] = f"{math.floor(H100_SXM.hbm_bytes_per_s / cache_4k):,} tokens/s"
+    f["batching_compute_ms_llama3_8b_b119"] = (
+        f"{im.compute_time(im.matmul_flops(LLAMA3_8B.matmul_params(), 119), H100_SXM) * 1e3:.2f} ms"
+    )
+
     # MBU and MFU worked examples (assumed measurements, stated on the card).
     achieved = MBU_EXAMPLE_TOKENS_PER_S * llama2_weights
     f["roofline_mbu_example_tps"] = f"{MBU_EXAMPLE_TOKENS_PER_S} tokens/s"
