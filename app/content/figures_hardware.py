@@ -21,9 +21,12 @@ from app.content.figures import (
     LLAMA2_7B,
     LLAMA3_8B,
     LLAMA31_70B,
+    MODELS,
     ModelShape,
 )
 from app.content.hardware import GPUS, H100_SXM
+
+MISTRAL_WINDOW = 4096  # mistralai/Mistral-7B-v0.1 config.json: sliding_window
 
 GPU_SHORT = {"a100_80gb": "a100", "h100_sxm": "h100", "h200_sxm": "h200"}
 
@@ -166,6 +169,10 @@ def figures() -> dict[str, str]:
     v3 = DEEPSEEK_V3
     v3_bytes = im.mla_bytes_per_token(v3.layers, v3.kv_lora_rank, v3.qk_rope_head_dim, 2)
     f["deepseek_v3_bytes_per_token"] = f"{v3_bytes:,}"
+
+    # Mistral 7B's sliding window reaches back layers x window tokens through the stack.
+    mistral = MODELS["mistral_7b"]
+    f["mistral_7b_window_reach"] = f"{mistral.layers * MISTRAL_WINDOW:,}"
 
     # Whole-model prefill of Llama-3-8B at 32k and 1M tokens: attention's share and the ratio.
     n32k, n1m = 32768, 2**20
