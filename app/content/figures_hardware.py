@@ -1,5 +1,7 @@
 """Roofline figures: ridge points, minimum time per output token, crossover batch sizes, MBU/MFU,
-and the cache and weight sizes of the later model configs.
+the cache and weight sizes of the later model configs, and the derived figures of the cards
+this area owns (roofline, batching against bandwidth, long-context cache levers, request
+latency, attention's share of prefill, RoPE wavelengths).
 
 Merged into app.content.figures.compute_figures(); a name defined twice is an error. Every
 number comes from the GPU data sheets (app/content/hardware.py), the model shapes
@@ -21,6 +23,7 @@ from app.content.figures import (
     LLAMA2_7B,
     LLAMA3_8B,
     LLAMA31_70B,
+    LLAMA31_405B,
     MODELS,
     ModelShape,
 )
@@ -42,6 +45,10 @@ BATCH1_MODELS: dict[str, ModelShape] = {
 # utilisation is what follows from it.
 MBU_EXAMPLE_TOKENS_PER_S = 150  # Llama-2-7B at batch 1 on one H100
 MFU_EXAMPLE_PROMPT, MFU_EXAMPLE_SECONDS = 4096, 0.150  # Llama-3-8B prefill on one H100
+
+
+def _count(n: float) -> str:
+    return f"{int(n):,}"
 
 
 def weight_bytes(model: ModelShape, bytes_per_param: float = 2) -> float:
@@ -169,6 +176,53 @@ def figures() -> dict[str, str]:
     v3 = DEEPSEEK_V3
     v3_bytes = im.mla_bytes_per_token(v3.layers, v3.kv_lora_rank, v3.qk_rope_head_dim, 2)
     f["deepseek_v3_bytes_per_token"] = f"{v3_bytes:,}"
+
+    # Long contexts on eight H100s: Llama-3.1-70B at 131,072 tokens, bf16 and int8 caches.
+    node_bytes = 8 * H100_SXM.hbm_bytes
+    free_node = node_bytes - weights_70b
+    seq_128k = LLAMA31_70B.kv_bytes(131072)
+    int8_per_token = im.quantized_kv_bytes_per_token(
+        LLAMA31_70B.layers, LLAMA31_70B.kv_heads, LLAMA31_70B.head_dim, 8, 128
+    )
+    f["levers_node_free_gb_llama31_70b_8xh100"] = f"{free_node / 1e9:.0f} GB"
+    f["levers_llama31_70b_gb_128k"] = f"{seq_128k / 1e9:.1f} GB"
+    f["levers_llama31_70b_seqs_128k_8xh100"] = _count(free_node // seq_128k)
+    f["levers_llama31_70b_int8_gb_128k"] = f"{int8_per_token * 131072 / 1e9:.1f} GB"
+    f["levers_llama31_70b_int8_seqs_128k_8xh100"] = _count(free_node // (int8_per_token * 131072))
+    f["levers_llama31_70b_gib_128k_per_gpu_tp8"] = f"{seq_128k / 8 / GIB:.2f} GiB"
+    freed = weights_70b - weight_bytes(LLAMA31_70B, 0.5)
+    f["levers_llama31_70b_int4_frees_gb"] = f"{freed / 1e9:.0f} GB"
+    f["levers_llama31_70b_int4_extra_seqs_128k"] = _count((free_node + freed) // seq_128k - free_node // seq_128k)
+    f["levers_llama31_70b_seqs_8k_8xh100"] = _count(free_node // LLAMA31_70B.kv_bytes(8192))
+
+    # Latency of one request on one H100, Llama-3-8B in bf16, at the bandwidth and compute bounds.
+    for label, prompt, answer in (("4k_512", 4096, 512), ("32k_64", 32768, 64)):
+        prefill = im.compute_time(prefill_flops(LLAMA3_8B, prompt), H100_SXM)
+        decode = sum(
+            im.min_time_per_token(llama3_weights, LLAMA3_8B.kv_bytes(prompt + i), H100_SXM)
+            for i in range(1, answer)
+        )
+        f[f"latency_prefill_ms_llama3_8b_{label}"] = f"{prefill * 1e3:.0f} ms"
+        f[f"latency_decode_s_llama3_8b_{label}"] = f"{decode:.2f} s"
+        f[f"latency_total_s_llama3_8b_{label}"] = f"{prefill + decode:.2f} s"
+        f[f"latency_prefill_share_llama3_8b_{label}"] = f"{prefill / (prefill + decode):.0%}"
+
+    # The prompt length at which causal attention's FLOPs equal the weight matmuls' in prefill:
+    # 2 n^2 (q_heads x head_dim) layers = 2 x params x n, so n = params / (q width x layers).
+    for key, model in (("llama2_7b", LLAMA2_7B), ("llama3_8b", LLAMA3_8B), ("llama31_70b", LLAMA31_70B)):
+        n_equal = model.matmul_params() / (model.q_heads * model.head_dim * model.layers)
+        f[f"quadratic_equal_length_{key}"] = f"{n_equal:,.0f}"
+    f["quadratic_equal_length_llama31_405b"] = (
+        f"{LLAMA31_405B.matmul_params() / (LLAMA31_405B.q_heads * LLAMA31_405B.head_dim * LLAMA31_405B.layers):,.0f}"
+    )
+
+    # RoPE's wavelengths: pair i turns by theta^(-2i/d) radians per position, so its wavelength is
+    # 2 pi theta^(2i/d) tokens; Llama 2 uses rope_theta 10,000 and Llama 3 500,000 (head_dim 128).
+    f["rope_fastest_wavelength"] = f"{2 * math.pi:.2f}"
+    for key, theta in (("llama2", 10_000), ("llama3", 500_000)):
+        slowest = 2 * math.pi * theta ** ((128 - 2) / 128)
+        f[f"rope_slowest_wavelength_{key}"] = f"{slowest:,.0f}"
+    f["rope_pairs_per_head_128"] = f"{128 // 2}"
 
     # Mistral 7B's sliding window reaches back layers x window tokens through the stack.
     mistral = MODELS["mistral_7b"]
