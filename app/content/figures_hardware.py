@@ -192,7 +192,9 @@ def figures() -> dict[str, str]:
     f["levers_llama31_70b_gib_128k_per_gpu_tp8"] = f"{seq_128k / 8 / GIB:.2f} GiB"
     freed = weights_70b - weight_bytes(LLAMA31_70B, 0.5)
     f["levers_llama31_70b_int4_frees_gb"] = f"{freed / 1e9:.0f} GB"
-    f["levers_llama31_70b_int4_extra_seqs_128k"] = _count((free_node + freed) // seq_128k - free_node // seq_128k)
+    f["levers_llama31_70b_int4_extra_seqs_128k"] = _count(
+        (free_node + freed) // seq_128k - free_node // seq_128k
+    )
     f["levers_llama31_70b_seqs_8k_8xh100"] = _count(free_node // LLAMA31_70B.kv_bytes(8192))
 
     # Latency of one request on one H100, Llama-3-8B in bf16, at the bandwidth and compute bounds.
@@ -209,12 +211,10 @@ def figures() -> dict[str, str]:
 
     # The prompt length at which causal attention's FLOPs equal the weight matmuls' in prefill:
     # 2 n^2 (q_heads x head_dim) layers = 2 x params x n, so n = params / (q width x layers).
-    for key, model in (("llama2_7b", LLAMA2_7B), ("llama3_8b", LLAMA3_8B), ("llama31_70b", LLAMA31_70B)):
+    equal_models = {"llama2_7b": LLAMA2_7B, "llama3_8b": LLAMA3_8B, "llama31_70b": LLAMA31_70B}
+    for key, model in (equal_models | {"llama31_405b": LLAMA31_405B}).items():
         n_equal = model.matmul_params() / (model.q_heads * model.head_dim * model.layers)
         f[f"quadratic_equal_length_{key}"] = f"{n_equal:,.0f}"
-    f["quadratic_equal_length_llama31_405b"] = (
-        f"{LLAMA31_405B.matmul_params() / (LLAMA31_405B.q_heads * LLAMA31_405B.head_dim * LLAMA31_405B.layers):,.0f}"
-    )
 
     # RoPE's wavelengths: pair i turns by theta^(-2i/d) radians per position, so its wavelength is
     # 2 pi theta^(2i/d) tokens; Llama 2 uses rope_theta 10,000 and Llama 3 500,000 (head_dim 128).
