@@ -215,6 +215,10 @@ def figures() -> dict[str, str]:
     for key, model in (equal_models | {"llama31_405b": LLAMA31_405B}).items():
         n_equal = model.matmul_params() / (model.q_heads * model.head_dim * model.layers)
         f[f"quadratic_equal_length_{key}"] = f"{n_equal:,.0f}"
+        if key == "llama2_7b":
+            f["quadratic_matmul_over_attention_llama2_7b_4k"] = (
+                f"{n_equal / 4096:.0f}x"  # N / (n d L) at 4,096
+            )
 
     # RoPE's wavelengths: pair i turns by theta^(-2i/d) radians per position, so its wavelength is
     # 2 pi theta^(2i/d) tokens; Llama 2 uses rope_theta 10,000 and Llama 3 500,000 (head_dim 128).
