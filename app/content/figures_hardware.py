@@ -135,6 +135,8 @@ def figures() -> dict[str, str]:
     decode_flops = im.matmul_flops(LLAMA3_8B.matmul_params(), 1)
     f["roofline_decode_compute_us_llama3_8b_h100"] = f"{im.compute_time(decode_flops, H100_SXM) * 1e6:.1f} us"
     decode_share = im.compute_time(decode_flops, H100_SXM) / (llama3_weights / H100_SXM.hbm_bytes_per_s)
+    llama2_decode = im.matmul_flops(LLAMA2_7B.matmul_params(), 1)
+    f["roofline_decode_compute_us_llama2_7b_h100"] = f"{im.compute_time(llama2_decode, H100_SXM) * 1e6:.1f} us"
     f["roofline_decode_mfu_b1_llama3_8b_h100"] = f"{decode_share:.1%}"
     f["roofline_prefill_intensity_4k_bf16"] = f"{im.decode_intensity(MFU_EXAMPLE_PROMPT, 2):,.0f} FLOP/byte"
     f["roofline_prefill_weight_read_ms_llama3_8b_h100"] = (
@@ -189,6 +191,7 @@ def figures() -> dict[str, str]:
     f["levers_llama31_70b_seqs_128k_8xh100"] = _count(free_node // seq_128k)
     f["levers_llama31_70b_int8_gb_128k"] = f"{int8_per_token * 131072 / 1e9:.1f} GB"
     f["levers_llama31_70b_int8_seqs_128k_8xh100"] = _count(free_node // (int8_per_token * 131072))
+    f["levers_llama31_70b_weights_gb_per_gpu_tp8"] = f"{weights_70b / 8 / 1e9:.1f} GB"
     f["levers_llama31_70b_gib_128k_per_gpu_tp8"] = f"{seq_128k / 8 / GIB:.2f} GiB"
     freed = weights_70b - weight_bytes(LLAMA31_70B, 0.5)
     f["levers_llama31_70b_int4_frees_gb"] = f"{freed / 1e9:.0f} GB"

@@ -198,9 +198,10 @@ def test_flow_question_then_follow_up_then_the_next(db: Session, settings: Setti
 def test_the_interview_closes_when_everything_is_answered(db: Session, settings: Settings) -> None:
     user = make_user(db, guest_token="g")
     mock = start(db, settings, user, topics=("rope",))
+    answered = 2 * len(mocks.mock_items(session=db, mock=mock))  # a question and a follow-up each
     answer_all(db, settings, mock, every=20)
     db.refresh(mock)
-    assert mock.ended_by == "completed" and mock.ended_at == NOW + timedelta(seconds=20 * 4)
+    assert mock.ended_by == "completed" and mock.ended_at == NOW + timedelta(seconds=20 * answered)
     with pytest.raises(mocks.MockError, match="over"):
         mocks.finish(session=db, mock=mock, now=NOW + timedelta(minutes=2))
 
