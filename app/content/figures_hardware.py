@@ -136,7 +136,8 @@ def figures() -> dict[str, str]:
     f["roofline_decode_compute_us_llama3_8b_h100"] = f"{im.compute_time(decode_flops, H100_SXM) * 1e6:.1f} us"
     decode_share = im.compute_time(decode_flops, H100_SXM) / (llama3_weights / H100_SXM.hbm_bytes_per_s)
     llama2_decode = im.matmul_flops(LLAMA2_7B.matmul_params(), 1)
-    f["roofline_decode_compute_us_llama2_7b_h100"] = f"{im.compute_time(llama2_decode, H100_SXM) * 1e6:.1f} us"
+    llama2_decode_s = im.compute_time(llama2_decode, H100_SXM)
+    f["roofline_decode_compute_us_llama2_7b_h100"] = f"{llama2_decode_s * 1e6:.1f} us"
     f["roofline_decode_mfu_b1_llama3_8b_h100"] = f"{decode_share:.1%}"
     f["roofline_prefill_intensity_4k_bf16"] = f"{im.decode_intensity(MFU_EXAMPLE_PROMPT, 2):,.0f} FLOP/byte"
     f["roofline_prefill_weight_read_ms_llama3_8b_h100"] = (
