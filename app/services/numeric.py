@@ -70,6 +70,7 @@ GENERATORS: dict[str, Callable[[random.Random], NumericQuestion]] = {
     "mla_kv_cache": numeric_serving.mla_kv_cache,
     "tp_cache_per_gpu": numeric_serving.tp_cache_per_gpu,
     "speculative_tokens": numeric_serving.speculative_tokens,
+    "cost_per_million_tokens": numeric_serving.cost_per_million_tokens,
 }
 
 # Topics whose cards can be asked as a numeric question, and the generators that fit each.
@@ -86,6 +87,7 @@ TOPIC_GENERATORS: dict[str, tuple[str, ...]] = {
     "mla": ("mla_kv_cache",),
     "parallelism": ("tp_cache_per_gpu",),
     "speculative-decoding": ("speculative_tokens",),
+    "serving-metrics": ("cost_per_million_tokens",),
 }
 
 
@@ -106,7 +108,8 @@ _NUMBER = re.compile(r"^\s*([-+]?(?:\d[\d,_ ]*)?\.?\d+(?:[eE][-+]?\d+)?)\s*([A-Z
 
 def parse_answer(text: str) -> tuple[float, str | None] | None:
     """'2.5', '2.5 GiB', '4.02 ms', '295 FLOP/byte', '3e9' -> (value, unit or None); None if unreadable."""
-    match = _NUMBER.match(text.replace("\u202f", "").replace("\u00a0", ""))
+    cleaned = text.replace("\u202f", "").replace("\u00a0", "").strip()
+    match = _NUMBER.match(cleaned[1:] if cleaned.startswith("$") else cleaned)  # "$0.28": a price
     if not match:
         return None
     number = match.group(1).replace(",", "").replace("_", "").replace(" ", "")

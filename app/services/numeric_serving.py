@@ -1,6 +1,6 @@
 """Numeric questions about the hardware and the serving loop, drawn from the bank's figures.
 
-Seven kinds, each from a real GPU data sheet (app/content/hardware.py) or a real model config
+Eight kinds, each from a real GPU data sheet (app/content/hardware.py) or a real model config
 (app/content/figures.py), computed with the formulas the cards use (app/content/inference_math.py):
 
 - min_decode_latency: the bandwidth bound on time per output token at batch 1 (seconds).
@@ -10,6 +10,7 @@ Seven kinds, each from a real GPU data sheet (app/content/hardware.py) or a real
 - mla_kv_cache: DeepSeek-V3's latent cache against a GQA model's (bytes).
 - tp_cache_per_gpu: the KV cache each GPU holds under tensor parallelism (bytes).
 - speculative_tokens: expected tokens per target pass (Leviathan et al., 2023, eq. 1).
+- cost_per_million_tokens: dollars per million output tokens for a stated price and throughput.
 """
 
 from __future__ import annotations
@@ -323,4 +324,38 @@ def speculative_tokens(rng: random.Random) -> NumericQuestion:
             f"{gamma + 1}.",
         ],
         answer_text=f"{answer:.2f} tokens",
+    )
+
+
+def cost_per_million_tokens(rng: random.Random) -> NumericQuestion:
+    """Dollars per million output tokens from a GPU's hourly price and a sustained decode throughput."""
+    gpu = _gpu(rng)
+    price = rng.choice([1.5, 2.0, 2.5, 3.0, 4.0])
+    batch = rng.choice([8, 32, 64])
+    weights = LLAMA3_8B.dense_params() * 2
+    cache = LLAMA3_8B.kv_bytes(4096)
+    step = im.min_time_per_token(weights, batch * cache, gpu)
+    throughput = round(batch / step * 0.6, -1)  # a stated, realistic 60% of the bandwidth bound
+    answer = im.cost_per_million_tokens(price, throughput)
+    return NumericQuestion(
+        generator="cost_per_million_tokens",
+        prompt=(
+            f"Llama-3-8B runs on one **{gpu.name}** rented at **${price:.2f} per hour**, and the server "
+            f"sustains **{throughput:,.0f} output tokens per second** across a batch of {batch} users, "
+            "around "
+            "the clock. What does a million output tokens cost, in dollars?"
+        ),
+        answer=answer,
+        dimension="count",
+        unit="dollars",
+        units=["dollars"],
+        tolerance=0.01,
+        solution=[
+            f"Tokens per hour: {throughput:,.0f} x 3,600 = {throughput * 3600:,.0f}.",
+            f"Cost per token: ${price:.2f} / {throughput * 3600:,.0f}.",
+            f"Per million tokens: ${price:.2f} / {throughput * 3600:,.0f} x 1,000,000 = **${answer:.3f}**.",
+            "Utilisation matters as much as speed: at half the traffic the GPU costs the same per hour, "
+            "so each token costs twice as much.",
+        ],
+        answer_text=f"{answer:.3f} dollars",
     )

@@ -20,6 +20,7 @@ NEW_KINDS = (
     "mla_kv_cache",
     "tp_cache_per_gpu",
     "speculative_tokens",
+    "cost_per_million_tokens",
 )
 FIGURES = compute_figures()
 
@@ -167,3 +168,16 @@ def test_speculative_expected_tokens() -> None:
 def test_the_new_topics_draw_the_new_kinds(topic: str, kinds: set[str]) -> None:
     seen = {numeric.generate(topic, random.Random(seed)).generator for seed in range(60)}  # type: ignore[union-attr]
     assert seen == kinds
+
+
+def test_cost_per_million_tokens_from_price_and_throughput() -> None:
+    q = find("cost_per_million_tokens", lambda q: "$2.00 per hour" in q.prompt)
+    throughput = float(re.search(r"\*\*([\d,]+) output tokens per second\*\*", q.prompt)[1].replace(",", ""))
+    assert q.answer == pytest.approx(2.00 / (throughput * 3600) * 1e6)
+    assert check(q, q.answer_text).correct and check(q, f"${q.answer:.3f}").correct
+    per_hour = check(q, f"{q.answer * 1e6:.0f}")  # forgot to scale to a million
+    assert not per_hour.correct
+    assert not check(q, f"{q.answer:.3f} GB").correct
+    assert {numeric.generate("serving-metrics", random.Random(s)).generator for s in range(5)} == {  # type: ignore[union-attr]
+        "cost_per_million_tokens"
+    }
