@@ -60,7 +60,8 @@ class ModelShape:
         return self.layers * per_layer + embeddings + d
 
     def dense_params(self) -> int:
-        """The same count with one MLP per layer: a dense model's total, an MoE's without its other experts."""
+        """The same count with one MLP per layer: a dense model's total, an MoE's without its other
+        experts."""
         return replace(self, n_experts=1).llama_params()
 
     def matmul_params(self) -> int:
