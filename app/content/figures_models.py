@@ -275,11 +275,11 @@ def _mla_figures() -> dict[str, str]:
     absorbed = mla_absorbed_flops_per_cached_token(s)
     rebuild = mla_decompress_flops_per_cached_token(s)
     latent_bytes = (s.kv_lora_rank + s.rope_head_dim) * 2
-    f["mla_absorbed_flops_per_token_layer"] = f"{absorbed:,}"
-    f["mla_decompress_flops_per_token_layer"] = f"{rebuild:,}"
+    f["mla_absorbed_flops_per_token_layer"] = f"{absorbed:,} FLOPs"
+    f["mla_decompress_flops_per_token_layer"] = f"{rebuild:,} FLOPs"
     f["mla_decompress_over_absorbed"] = f"{rebuild / absorbed:.0f}x"
-    f["mla_decode_intensity"] = f"{absorbed / latent_bytes:.0f}"
-    f["mla_gqa_70b_decode_intensity"] = f"{gqa_attention_intensity(LLAMA31_70B):.0f}"
+    f["mla_decode_intensity"] = f"{absorbed / latent_bytes:.0f} FLOP/byte"
+    f["mla_gqa_70b_decode_intensity"] = f"{gqa_attention_intensity(LLAMA31_70B):.0f} FLOP/byte"
     f["mla_v3_latent_bytes_per_layer"] = f"{latent_bytes:,}"
     m = LLAMA31_70B
     f["mla_gqa_70b_flops_per_token_layer"] = f"{2 * m.q_heads * 2 * m.head_dim:,}"

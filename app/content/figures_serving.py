@@ -100,12 +100,18 @@ def chunk_cache_reread_bytes(prompt: int, chunk: int, kv_bytes_per_token: float)
 
 def _serving_figures() -> dict[str, str]:
     f: dict[str, str] = {}
-    e2e = end_to_end_latency(0.2, 0.025, 401)
+    ttft_s, tpot_s = 0.2, 0.025
+    e2e = end_to_end_latency(ttft_s, tpot_s, 401)
+    f["serving_example_ttft"] = f"{ttft_s * 1e3:.0f} ms"
+    f["serving_example_tpot"] = f"{tpot_s * 1e3:.0f} ms"
     f["serving_e2e_example_s"] = f"{e2e:.2f} s"
     f["serving_e2e_naive_per_token_ms"] = f"{e2e / 401 * 1e3:.1f} ms"
-    f["serving_user_tok_s_at_25ms"] = f"{1 / 0.025:.0f}"
+    f["serving_user_tok_s_at_25ms"] = f"{1 / tpot_s:.0f} tokens/s"
+    tail = 0.01  # the mass above P99
+    f["serving_p99_tail"] = f"{tail:.0%}"
+    f["serving_p99_below"] = f"{1 - tail:.0%}"
     for n in (100, 500):
-        f[f"serving_p99_hit_{n}_tokens"] = f"{chance_of_a_tail_event(0.01, n):.1%}"
+        f[f"serving_p99_hit_{n}_tokens"] = f"{chance_of_a_tail_event(tail, n):.1%}"
     # A worked load test: (TTFT s, TPOT s) for ten requests against TTFT <= 1 s and TPOT <= 50 ms.
     requests = [
         (0.31, 0.031),
@@ -119,10 +125,15 @@ def _serving_figures() -> dict[str, str]:
         (0.39, 0.062),
         (1.80, 0.071),
     ]
-    f["serving_attainment_example"] = f"{slo_attainment(requests, 1.0, 0.050):.0%}"
+    ttft_slo_s, tpot_slo_s = 1.0, 0.050
+    f["serving_goodput_ttft_slo"] = f"{ttft_slo_s:g} s"
+    f["serving_goodput_tpot_slo"] = f"{tpot_slo_s * 1e3:.0f} ms"
+    f["serving_attainment_example"] = f"{slo_attainment(requests, ttft_slo_s, tpot_slo_s):.0%}"
     f["serving_attainment_ttft_only"] = f"{slo_attainment(requests, 1.0, math.inf):.0%}"
     f["serving_attainment_tpot_only"] = f"{slo_attainment(requests, math.inf, 0.050):.0%}"
     sweep = {2.0: 0.99, 4.0: 0.97, 6.0: 0.92, 8.0: 0.78, 10.0: 0.51}
+    for rate, attained in sweep.items():
+        f[f"serving_sweep_{rate:g}_req_s_attainment"] = f"{attained:.0%}"
     f["serving_goodput_example"] = f"{goodput(sweep, 0.90):g} req/s"
     f["serving_goodput_per_gpu_colocated"] = f"{goodput(sweep, 0.90) / 2:g} req/s"
     # Cost floors for Qwen2.5-7B in bf16 on one H100 at the assumed price.
@@ -134,12 +145,12 @@ def _serving_figures() -> dict[str, str]:
     f["serving_qwen_params"] = f"{params / 1e9:.2f}B"
     f["serving_qwen_weights_gb"] = f"{weights / 1e9:.2f} GB"
     b1 = im.max_tokens_per_second_batch1(weights, H100_SXM)
-    f["serving_qwen_b1_tok_s"] = f"{b1:.0f}"
+    f["serving_qwen_b1_tok_s"] = f"{b1:.0f} tokens/s"
     f["serving_qwen_b1_cost"] = f"${im.cost_per_million_tokens(price, b1):.2f}"
     step = decode_step_seconds(weights, per_token_cache, 64, 2048)
     b64 = 64 / step
     f["serving_qwen_b64_step_ms"] = f"{step * 1e3:.2f} ms"
-    f["serving_qwen_b64_tok_s"] = f"{b64:,.0f}"
+    f["serving_qwen_b64_tok_s"] = f"{b64:,.0f} tokens/s"
     f["serving_qwen_b64_cost"] = f"${im.cost_per_million_tokens(price, b64):.3f}"
     f["serving_qwen_b64_cache_gb"] = f"{64 * 2048 * per_token_cache / 1e9:.2f} GB"
     f["serving_b1_over_b64_cost"] = f"{b64 / b1:.0f}x"
@@ -155,14 +166,15 @@ def _serving_figures() -> dict[str, str]:
         f[f"{key}_by_slo"] = str(by_slo)
         f[f"{key}_batch"] = str(batch)
         f[f"{key}_step_ms"] = f"{step * 1e3:.1f} ms"
-        f[f"{key}_tok_s"] = f"{batch / step:,.0f}"
+        f[f"{key}_slo"] = f"{slo_ms} ms"
+        f[f"{key}_tok_s"] = f"{batch / step:,.0f} tokens/s"
         f[f"{key}_req_s"] = f"{batch / (400 * step):.1f} req/s"
         f[f"{key}_decode_s"] = f"{400 * step:.1f} s"
         attention = 4 * QWEN25_7B.layers * QWEN25_7B.q_heads * QWEN25_7B.head_dim * 2048
         compute = im.compute_time(batch * (im.matmul_flops(params, 1) + attention), H100_SXM)
         f[f"{key}_compute_ms"] = f"{compute * 1e3:.1f} ms"
     prefill_tok_s = H100_SXM.bf16_flops / im.matmul_flops(params, 1)
-    f["serving_qwen_prefill_tok_s"] = f"{prefill_tok_s:,.0f}"
+    f["serving_qwen_prefill_tok_s"] = f"{prefill_tok_s:,.0f} tokens/s"
     f["serving_qwen_prefill_cost"] = f"${im.cost_per_million_tokens(price, prefill_tok_s):.4f}"
     return f
 

@@ -75,7 +75,7 @@ def test_mla_cache_of_deepseek_v3() -> None:
     assert fm.mla_absorbed_flops_per_cached_token(s) == 2 * 128 * (576 + 512)
     assert fm.mla_decompress_flops_per_cached_token(s) == 2 * 512 * 128 * 256
     # 278,528 FLOPs over 1,152 bytes of latent; GQA 70B: 64 heads x 512 FLOPs over 4,096 bytes.
-    assert FIG["mla_decode_intensity"] == "242"
+    assert FIG["mla_decode_intensity"] == "242 FLOP/byte"
     assert fm.gqa_attention_intensity(LATER_MODELS["llama31_70b"]) == 8
     # Under TP=8 the latent is copied to all eight ranks: 8 x 70,272 B = 549.0 KiB, while
     # Llama-3.1-70B keeps one KV head (40 KiB) per GPU: 68.625 / 40 = 1.72.

@@ -35,7 +35,7 @@ def test_slo_attainment_needs_both_slos() -> None:
 def test_cost_floors_for_qwen() -> None:
     # 7.62B parameters in bf16 = 15.23 GB; 3.35 TB/s / 15.23 GB = 220 tokens/s at batch 1.
     assert FIG["serving_qwen_weights_gb"] == "15.23 GB"
-    assert FIG["serving_qwen_b1_tok_s"] == "220"
+    assert FIG["serving_qwen_b1_tok_s"] == "220 tokens/s"
     # $2 an hour / (220 x 3,600) tokens = $2.53 per million.
     assert FIG["serving_qwen_b1_cost"] == "$2.53"
     m = LATER_MODELS["qwen25_7b"]
