@@ -94,11 +94,14 @@ def _spec_figures() -> dict[str, str]:
     f["spec_example_accept_b"] = f"{accept_probabilities(p, q)[1]:.2f}"
     f["spec_example_reject"] = f"{1 - acceptance_rate(p, q):.2f}"
     f["spec_example_residual_a"] = f"{residual_distribution(p, q)[0]:.2f}"
+    f["spec_example_target_b"] = f"{p[1]:.0%}"  # B is not the target's argmax
     for alpha, gamma in ((0.6, 4), (0.8, 2), (0.8, 4), (0.8, 8), (0.9, 4)):
         key = f"a{int(alpha * 10):02d}_g{gamma}"
         f[f"spec_tokens_{key}"] = f"{im.speculative_expected_tokens(alpha, gamma):.2f}"
     f["spec_tokens_a08_limit"] = f"{1 / (1 - 0.8):.2f}"
-    for c in (0.05, 0.2):
+    # Verifying gamma = 4 drafts scores gamma + 1 positions in one target pass, against 1 for plain decode.
+    f["spec_verify_work_g4"] = f"{(4 + 1) / 1:.0f}x"
+    for c in (0.05, 0.1, 0.2):
         key = f"c{int(c * 100):02d}"
         best = best_draft_length(0.8, c)
         f[f"spec_best_gamma_a08_{key}"] = str(best)
@@ -184,8 +187,9 @@ def _quant_figures() -> dict[str, str]:
         if weight_bytes < GPU_80GB:
             step = im.min_time_per_token(weight_bytes, 0, H100_SXM)
             f[f"quant_70b_{label}_ms_h100"] = f"{step * 1e3:.1f} ms"
-            f[f"quant_70b_{label}_tok_s_h100"] = f"{1 / step:.0f}"
+            f[f"quant_70b_{label}_tok_s_h100"] = f"{1 / step:.0f} tokens/s"
     f["quant_bf16_over_int4_bytes"] = f"{16 / int4_bits:.2f}x"
+    f["quant_bf16_over_int4_naive"] = f"{16 / 4:.0f}x"  # the bit widths alone, before group scales
     f["quant_crossover_bf16_h100"] = f"{im.crossover_batch(H100_SXM, 2):.0f}"
     f["quant_crossover_int4_h100"] = f"{im.crossover_batch(H100_SXM, int4_bits / 8):.0f}"
     # Why one outlier ruins an absmax grid: four values, with and without the 12.7.
@@ -218,6 +222,7 @@ def _quant_figures() -> dict[str, str]:
     f["quant_kv_70b_int4_kib"] = f"{int4 / KIB:g} KiB"
     f["quant_kv_70b_2bit_kib"] = f"{two_bit / KIB:g} KiB"
     f["quant_kv_70b_2bit_ratio"] = f"{bf16 / two_bit:.2f}x"
+    f["quant_kv_2bit_naive_ratio"] = f"{16 / 2:.0f}x"  # the bit widths alone, before scales and zero points
     f["quant_kv_70b_bf16_32k_gib"] = f"{bf16 * 32768 / GIB:.2f} GiB"
     f["quant_kv_70b_2bit_32k_gib"] = f"{two_bit * 32768 / GIB:.2f} GiB"
     f["quant_kv_70b_residual_128_mib"] = f"{bf16 * 128 / 2**20:g} MiB"
@@ -322,6 +327,7 @@ def _parallel_figures() -> dict[str, str]:
         f[f"parallel_70b_kib_per_gpu_tp{tp}"] = f"{tp_kv_bytes_per_token_per_gpu(m, tp) / KIB:g} KiB"
     f["parallel_70b_total_kib_tp16"] = f"{16 * tp_kv_bytes_per_token_per_gpu(m, 16) / KIB:g} KiB"
     weights_per_gpu = m.llama_params() * 2 / 8
+    f["parallel_70b_tp8_weight_read_cut"] = f"{m.llama_params() * 2 / weights_per_gpu:.0f}x"
     cache_128k_per_gpu = tp_kv_bytes_per_token_per_gpu(m, 8) * 131072
     f["parallel_70b_weights_gb_per_gpu_tp8"] = f"{weights_per_gpu / 1e9:.1f} GB"
     f["parallel_70b_128k_gib_per_gpu_tp8"] = f"{cache_128k_per_gpu / GIB:.2f} GiB"
@@ -402,7 +408,14 @@ def _moe_figures() -> dict[str, str]:
     v3 = DEEPSEEK_V3
     f["moe_v3_crossover_batch"] = f"{per_expert * v3.routed_experts / v3.experts_per_token:,.0f}"
     f["moe_v3_tokens_per_expert_b256"] = f"{256 * v3.experts_per_token / v3.routed_experts:g}"
-    f["moe_capacity_4096_cf125"] = f"{expert_capacity(4096, 2, 8, 1.25):,}"
+    capacity_factor = 1.25
+    f["moe_capacity_4096_cf125"] = f"{expert_capacity(4096, 2, 8, capacity_factor):,}"
+    f["moe_capacity_cf125_headroom"] = f"{capacity_factor - 1:.0%}"
+    # Each expert gets top_k / experts of the batch, so it reaches a dense layer's per-matmul rows
+    # only at experts / top_k times the batch.
+    f["moe_mixtral_batch_factor_per_expert"] = f"{8 / 2:.0f}x"
+    # The name "8x7B" multiplied out: what candidates say, against the 46.7B actually stored.
+    f["moe_mixtral_naive_params"] = f"{MIXTRAL.n_experts * 7}B"
     f["moe_mean_load_4096"] = f"{4096 * 2 // 8:,}"
     return f
 
