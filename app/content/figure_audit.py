@@ -158,7 +158,12 @@ def _accounted(card: Card) -> set[tuple[str, str]]:
 
 
 def _quote_source_ok(source: str, card: Card) -> bool:
-    return source in SEEDS or any(source == s or source in s for s in card.sources)
+    """A seed, or one of the card's sources: whole, or a leading part that stops at the entry's own
+    punctuation ("Pope et al., 2022" names "Pope et al., 2022, Efficiently ..."; "2022" does not)."""
+    return source in SEEDS or any(
+        s == source or (s.startswith(source) and s[len(source) :].startswith((",", ":", " (")))
+        for s in card.sources
+    )
 
 
 def audit_card(card: Card) -> list[AuditProblem]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.content.figure_audit import audit_card, find_figures
+from app.content.figure_audit import SEEDS, audit_card, card_text, find_figures
 from app.content.figures import compute_figures
 from app.content.loader import load_bank, parse_card
 
@@ -142,3 +142,54 @@ def test_check_content_reports_an_unaccounted_figure(
     assert main(["check-content", "--root", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert "cards/roofline/audit.md: figures: '3.9 ms' is neither declared under figures nor quoted" in err
+
+
+def _quote_problem(card, quoted: str, source: str) -> str | None:  # type: ignore[no-untyped-def]
+    """Why a quote is not acceptable, or None: its text must be on the card word for word, and
+    its source must be a seed or name one of the card's sources: the whole entry or a leading
+    part that ends where the entry's own punctuation does ("Pope et al., 2022" names "Pope et
+    al., 2022, Efficiently Scaling ...", "NVIDIA H100 ... data sheet" names "NVIDIA H100 ... data
+    sheet (2023), H100 SXM: ..."; "2022" or "Pope" names nothing)."""
+    where = f"{card.path}: quote {quoted!r} from {source!r}"
+    if quoted not in card_text(card):
+        return f"{where} is not on the card"
+    if source in SEEDS:
+        return None
+    for cited in card.sources:
+        if cited == source or (
+            cited.startswith(source) and cited[len(source) :].startswith((",", ":", " ("))
+        ):
+            return None
+    return f"{where} names none of the card's sources ({'; '.join(card.sources)}) and no seed"
+
+
+QUOTES = [(c, quoted, source) for c in BANK.cards for quoted, source in c.quotes.items()]
+
+
+@pytest.mark.parametrize(("bank_card", "quoted", "source"), QUOTES, ids=[f"{c.id}:{q}" for c, q, _ in QUOTES])
+def test_every_quote_is_on_its_card_and_names_one_of_its_sources(bank_card, quoted: str, source: str) -> None:  # type: ignore[no-untyped-def]
+    assert _quote_problem(bank_card, quoted, source) is None, _quote_problem(bank_card, quoted, source)
+
+
+def test_the_bank_quotes_something_and_the_quote_check_can_fail() -> None:
+    assert len(QUOTES) >= 100
+    parsed, _ = parse_card(CARD.format(claim="x", question="", why="y"), "cards/x/audit.md")
+    assert _quote_problem(parsed, "3.35 TB/s", "Pope et al., 2022") is None
+    assert _quote_problem(parsed, "3.35 TB/s", "seed 002") is None
+    assert _quote_problem(parsed, "3.35 TB/s", "2022") == (
+        "cards/x/audit.md: quote '3.35 TB/s' from '2022' names none of the card's sources "
+        "(Pope et al., 2022, Efficiently Scaling Transformer Inference (arXiv:2211.05102)) and no seed"
+    )
+    assert "names none" in str(_quote_problem(parsed, "3.35 TB/s", "Pope"))
+    assert _quote_problem(parsed, "9.9 ms", "seed 000") == (
+        "cards/x/audit.md: quote '9.9 ms' from 'seed 000' is not on the card"
+    )
+
+
+def test_the_audit_refuses_a_source_that_is_only_a_fragment_of_one() -> None:
+    text = CARD.format(claim="x", question="", why="y").replace('"Pope et al., 2022"', '"2022"')
+    parsed, _ = parse_card(text, "cards/x/audit.md")
+    assert [str(p) for p in audit_card(parsed)] == [  # type: ignore[arg-type]
+        "cards/x/audit.md: quotes.3.35 TB/s: source '2022' is neither one of the card's sources nor a "
+        "seed (seed 000, seed 001, seed 002)"
+    ]
