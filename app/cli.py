@@ -22,6 +22,15 @@ def _check_content(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         return 1
     bank = catalog.bank
+    from app.content.figure_audit import audit_bank
+    from app.content.figures import compute_figures
+
+    figure_problems = audit_bank(bank.cards, compute_figures())
+    if figure_problems:
+        print(f"{len(figure_problems)} figure problem(s) in {root}:", file=sys.stderr)
+        for problem in figure_problems:
+            print(f"  {problem}", file=sys.stderr)
+        return 1
     print(
         f"ok: {len(bank.cards)} cards in {len(bank.topics)} topics, "
         f"{len(catalog.challenges)} challenges ({root})"
@@ -71,9 +80,20 @@ def _purge_guests(_: argparse.Namespace) -> int:
 
 def _figures(_: argparse.Namespace) -> int:
     from app.content.figures import compute_figures
+    from app.content.hardware import GPUS
 
-    for name, value in compute_figures().items():
-        print(f"{name:36s} {value}")
+    print("GPUs (data-sheet peaks, dense BF16, decimal units):")
+    for key, gpu in GPUS.items():
+        print(
+            f"  {key:10s} {gpu.bf16_flops / 1e12:,.0f} TFLOPS  {gpu.hbm_bytes_per_s / 1e9:,.0f} GB/s  "
+            f"{gpu.hbm_bytes / 1e9:.0f} GB  ridge {gpu.ridge_flops_per_byte:.1f} FLOP/byte"
+        )
+        print(f"  {'':10s} source: {gpu.source}")
+    print()
+    figures = compute_figures()
+    width = max(map(len, figures))
+    for name, value in figures.items():
+        print(f"{name:{width}s} {value}")
     return 0
 
 

@@ -10,7 +10,7 @@ Model shapes come from the models' config.json files as quoted in the seeds
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from graders.reference.kv_memory import kv_cache_bytes
 
@@ -30,7 +30,9 @@ class ModelShape:
     bytes_per_element: int = 2  # fp16/bf16 unless stated
     head_dim_override: int | None = None  # config.json's head_dim when it is not hidden / heads (Gemma-2)
     n_experts: int = 1  # MLP experts per layer (Mixtral: 8); every expert's weights are in memory
-    tied_embeddings: bool = False  # the output head reuses the token embedding (Gemma-2)
+    tied_embeddings: bool = False  # tie_word_embeddings: the LM head reuses the embedding matrix
+    norms_per_layer: int = 2  # RMSNorm weight vectors per block (Gemma-2 has four)
+    qkv_bias: bool = False  # Qwen2.5 adds biases to the q, k and v projections
 
     @property
     def head_dim(self) -> int:
@@ -42,14 +44,32 @@ class ModelShape:
         )
 
     def llama_params(self) -> int:
-        """Parameters of a Llama-style decoder: untied embeddings, gated MLP, RMSNorm weights."""
-        d, hd = self.hidden, self.head_dim
-        attn = 2 * d * self.q_heads * hd + 2 * d * self.kv_heads * hd  # q and o, then k and v
+        """Parameters in memory of a Llama-style decoder (gated MLP, RMSNorm), every expert counted.
+
+        q and o are hidden x (q_heads * head_dim); k and v hidden x (kv_heads * head_dim), which
+        is hidden x hidden only when head_dim = hidden / heads (not Gemma-2).
+        """
+        d, q_width, kv_width = self.hidden, self.q_heads * self.head_dim, self.kv_heads * self.head_dim
+        attn = 2 * d * q_width + 2 * d * kv_width
+        if self.qkv_bias:
+            attn += q_width + 2 * kv_width
         mlp = 3 * d * self.intermediate * self.n_experts
         router = d * self.n_experts if self.n_experts > 1 else 0
-        norms = 2 * d
-        embeddings = (1 if self.tied_embeddings else 2) * self.vocab * d
-        return self.layers * (attn + mlp + router + norms) + embeddings + d
+        per_layer = attn + mlp + router + self.norms_per_layer * d
+        embeddings = self.vocab * d * (1 if self.tied_embeddings else 2)
+        return self.layers * per_layer + embeddings + d
+
+    def dense_params(self) -> int:
+        """The same count with one MLP per layer: a dense model's total, an MoE's without its other
+        experts."""
+        return replace(self, n_experts=1).llama_params()
+
+    def matmul_params(self) -> int:
+        """Parameters a token's forward pass multiplies by: all but the input embedding lookup.
+
+        With tied embeddings the matrix is still multiplied once, by the LM head.
+        """
+        return self.dense_params() - (0 if self.tied_embeddings else self.vocab * self.hidden)
 
 
 GPT2_SMALL = ModelShape("GPT-2 small", 12, 12, 12, 768, 50257, 3072, bytes_per_element=4)
@@ -69,9 +89,18 @@ MODELS = {
 # Later models, from their config.json on Hugging Face (dense attention shapes only; MoE and
 # MLA details live with the figures that need them). Kept apart from MODELS so that the
 # numeric generator's draws and the figure names above do not change.
-QWEN25_7B = ModelShape("Qwen2.5-7B", 28, 28, 4, 3584, 152064, 18944)
+QWEN25_7B = ModelShape("Qwen2.5-7B", 28, 28, 4, 3584, 152064, 18944, qkv_bias=True)
 GEMMA2_9B = ModelShape(
-    "Gemma-2-9B", 42, 16, 8, 3584, 256000, 14336, head_dim_override=256, tied_embeddings=True
+    "Gemma-2-9B",
+    42,
+    16,
+    8,
+    3584,
+    256000,
+    14336,
+    head_dim_override=256,
+    tied_embeddings=True,
+    norms_per_layer=4,
 )
 MIXTRAL_8X7B = ModelShape("Mixtral-8x7B-v0.1", 32, 32, 8, 4096, 32000, 14336, n_experts=8)
 LLAMA31_70B = ModelShape("Llama-3.1-70B", 80, 64, 8, 8192, 128256, 28672)
@@ -86,22 +115,63 @@ LATER_MODELS = {
 }
 
 
+@dataclass(frozen=True)
+class MLAShape:
+    """Multi-head latent attention's cache shape (DeepSeek-V2/V3 config.json)."""
+
+    name: str
+    layers: int
+    kv_lora_rank: int  # the compressed latent c_KV cached per token and layer
+    qk_rope_head_dim: int  # the decoupled RoPE key, one per token and layer, shared by all heads
+    q_heads: int
+    qk_nope_head_dim: int
+    v_head_dim: int
+
+
+# deepseek-ai/DeepSeek-V3 config.json: 61 layers, kv_lora_rank 512, qk_rope_head_dim 64,
+# 128 heads of qk_nope_head_dim 128 and v_head_dim 128.
+DEEPSEEK_V3 = MLAShape("DeepSeek-V3", 61, 512, 64, 128, 128, 128)
+
+
+# kvprep's GPT-2 small measurements on a CPU (seed 000), in milliseconds. Quoted on the cards as
+# measured; only the ratios below are derived from them.
+GPT2_CPU_MS = {
+    "prefill_16": 15.3,
+    "prefill_960": 219.6,
+    "step_min": 8.0,  # "a decode step stayed between 8.0 and 9.6 ms"
+    "step_max": 9.6,
+    "cached_step_960": 9.6,
+    "uncached_step_960": 228.8,
+}
+
+
+def gpt2_small_params() -> int:
+    """GPT-2 small's parameters: tied token embedding, learned positions, biases, LayerNorms."""
+    d, vocab, positions, layers, ff = 768, 50257, 1024, 12, 3072
+    block = (2 * d) + (d * 3 * d + 3 * d) + (d * d + d) + (2 * d) + (d * ff + ff) + (ff * d + d)
+    return vocab * d + positions * d + layers * block + 2 * d
+
+
 def _int(n: int) -> str:
     return f"{n:,}"
 
 
-def naive_vs_cached_work(prompt_len: int, n_new: int) -> dict[str, int]:
+def naive_vs_cached_work(prompt_len: int, n_new: int, *, unused_last_step: bool = True) -> dict[str, int]:
     """Work counters of the one-layer NumPy lesson (seed 002): projections and score elements.
 
     Naive: each of n_new steps re-runs the whole sequence of length t (3t projections, t*t scores).
-    Cached: one prefill over the prompt, then n_new decode steps of 3 projections and t scores.
+    Cached: one prefill over the prompt (it yields the first new token), then a decode step per
+    further token. The lesson's loop runs n_new decode steps, the last of which computes logits
+    nobody reads (unused_last_step=True, its measured 192 and 2,086); a tight loop stops after
+    n_new - 1 (unused_last_step=False).
     """
+    steps = n_new if unused_last_step else n_new - 1
     naive_lengths = range(prompt_len, prompt_len + n_new)
-    cached_lengths = range(prompt_len + 1, prompt_len + n_new + 1)
+    cached_lengths = range(prompt_len + 1, prompt_len + steps + 1)
     return {
         "naive_proj": sum(3 * t for t in naive_lengths),
         "naive_scores": sum(t * t for t in naive_lengths),
-        "cached_proj": 3 * prompt_len + 3 * n_new,
+        "cached_proj": 3 * prompt_len + 3 * steps,
         "cached_scores": prompt_len * prompt_len + sum(cached_lengths),
     }
 
@@ -160,6 +230,29 @@ def _model_figures() -> dict[str, str]:
     work = naive_vs_cached_work(4, 60)
     for name, value in work.items():
         f[f"lesson_{name}_4_60"] = _int(value)
-    long = naive_vs_cached_work(2000, 500)
-    f["naive_proj_2000_500"] = _int(long["naive_proj"] // 3)  # token-projections, not matrices
+    tight = naive_vs_cached_work(4, 60, unused_last_step=False)
+    f["lesson_cached_proj_4_60_tight"] = _int(tight["cached_proj"])
+    f["lesson_cached_scores_4_60_tight"] = _int(tight["cached_scores"])
+    f["lesson_proj_ratio_4_60_tight"] = f"{tight['naive_proj'] / tight['cached_proj']:.0f}x"
+    f["lesson_scores_ratio_4_60_tight"] = f"{tight['naive_scores'] / tight['cached_scores']:.0f}x"
+    long = naive_vs_cached_work(2000, 500, unused_last_step=False)
+    naive_tokens, cached_tokens = long["naive_proj"] // 3, long["cached_proj"] // 3  # token-projections
+    f["naive_proj_2000_500"] = _int(naive_tokens)
+    f["cached_proj_2000_500"] = _int(cached_tokens)  # prefill 2,000 + 499 decode steps
+    f["naive_vs_cached_ratio_2000_500"] = f"{naive_tokens / cached_tokens:.0f}x"
+    # A naive step at length t pushes t tokens through the projections; a cached step pushes one.
+    f["naive_step_ratio_2000_500_first"] = f"{_int(2000 // 1)}x"
+    f["naive_step_ratio_2000_500_last"] = f"{_int((2000 + 500 - 1) // 1)}x"
+    cpu = GPT2_CPU_MS
+    f["gpt2_cpu_prefill_ratio_960_vs_16"] = f"{cpu['prefill_960'] / cpu['prefill_16']:.1f}x"
+    f["gpt2_cpu_prompt_ratio_960_vs_16"] = f"{960 // 16}x"
+    f["gpt2_cpu_prefill_ms_per_token_16"] = f"{cpu['prefill_16'] / 16:.2f} ms"
+    f["gpt2_cpu_prefill_ms_per_token_960"] = f"{cpu['prefill_960'] / 960:.2f} ms"
+    f["gpt2_cpu_cached_speedup_960"] = f"{cpu['uncached_step_960'] / cpu['cached_step_960']:.0f}x"
+    # Re-running 16 tokens costs about their prefill; against the fastest and slowest cached step.
+    f["gpt2_cpu_short_speedup_max"] = f"{cpu['prefill_16'] / cpu['step_min']:.1f}x"
+    f["gpt2_cpu_short_speedup_min"] = f"{cpu['prefill_16'] / cpu['step_max']:.1f}x"
+    f["gpt2_small_params"] = f"{gpt2_small_params() / 1e6:.0f}M"
+    f["gpt2_small_weights_mb_fp32"] = f"{gpt2_small_params() * 4 / 1e6:.0f} MB"
+    f["gpt2_small_cache_vs_weights"] = f"{GPT2_SMALL.kv_bytes(1024, 64) / (gpt2_small_params() * 4):.1f}x"
     return f

@@ -33,6 +33,8 @@ MISTRAL_WINDOW = 4096  # mistralai/Mistral-7B-v0.1 config.json: sliding_window
 GEMMA2_WINDOW = 4096  # google/gemma-2-9b config.json: sliding_window (global layers: 8,192)
 GEMMA2_CONTEXT = 8192
 LLAMA31_ROPE_THETA = 500_000.0  # meta-llama/Llama-3.1-8B config.json
+VLLM_GPU_MEMORY_UTILIZATION = 0.9  # vLLM's default gpu_memory_utilization (engine arguments)
+EVICTION_BUDGET = 0.2  # share of the cache H2O keeps in its headline runs (20% heavy hitters)
 LLAMA31_ROPE = {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original": 8192}
 LLAMA2_ROPE_BASE = 10_000.0
 H100_SMS = 132  # NVIDIA H100 Tensor Core GPU Architecture whitepaper: H100 SXM5, 132 SMs
@@ -128,6 +130,7 @@ def _long_context() -> dict[str, str]:
     orig = LLAMA31_ROPE["original"]
     f["longctx_llama31_high_wavelen"] = _int(orig / LLAMA31_ROPE["high_freq_factor"])
     f["longctx_llama31_factor_x_original"] = _int(orig * LLAMA31_ROPE["factor"])
+    f["longctx_llama31_rope_factor"] = f"{LLAMA31_ROPE['factor']:g}x"
     # NTK-aware: raise the base so the lowest frequency is interpolated by s, b' = b s^(d/(d-2)).
     f["longctx_ntk_base_s4"] = _int(LLAMA2_ROPE_BASE * 4 ** (128 / 126))
     f["longctx_pi_position_16000_s4"] = _int(16000 / 4)
@@ -145,13 +148,15 @@ def _long_context() -> dict[str, str]:
     f["longctx_prefill_ms_8k_h100"] = f"{t8k * 1e3:.0f} ms"
     f["longctx_prefill_s_128k_h100"] = f"{t128k:.1f} s"
     f["longctx_prefill_ratio_128k_8k"] = f"{t128k / t8k:.0f}x"
+    f["longctx_prompt_ratio_128k_8k"] = f"{131072 / 8192:.0f}x"
     weights = m.llama_params() * 2
     short = im.min_time_per_token(weights, 0, H100_SXM)
     long = im.min_time_per_token(weights, m.kv_bytes(131072), H100_SXM)
     f["longctx_decode_ms_short_h100"] = f"{short * 1e3:.2f} ms"
     f["longctx_decode_ms_128k_h100"] = f"{long * 1e3:.2f} ms"
-    # Llama-3.1-8B on a 24 GB card (an L4, say) at vLLM's default 0.9 utilisation.
-    pool = 0.9 * GPU_24GB_BYTES - weights
+    # Llama-3.1-8B on a 24 GB card (an L4, say) at vLLM's default utilisation.
+    pool = VLLM_GPU_MEMORY_UTILIZATION * GPU_24GB_BYTES - weights
+    f["longctx_vllm_reserved_share"] = _pct(1 - VLLM_GPU_MEMORY_UTILIZATION)
     f["longctx_24gb_pool_gb"] = f"{pool / 1e9:.1f} GB"
     f["longctx_24gb_max_tokens"] = _int(math.floor(pool / m.kv_bytes(VLLM_BLOCK)) * VLLM_BLOCK)
     f["longctx_24gb_max_tokens_fp8"] = _int(math.floor(pool / (m.kv_bytes(VLLM_BLOCK) / 2)) * VLLM_BLOCK)
@@ -238,7 +243,7 @@ def _scheduling() -> dict[str, str]:
     f: dict[str, str] = {}
     m = LLAMA3_8B
     weights = m.llama_params() * 2
-    budget = 0.9 * H100_SXM.hbm_bytes - weights  # vLLM's default gpu_memory_utilization, 0.9
+    budget = VLLM_GPU_MEMORY_UTILIZATION * H100_SXM.hbm_bytes - weights
     block = m.kv_bytes(VLLM_BLOCK)
     blocks = math.floor(budget / block)
     f["sched_llama3_8b_weights_gb"] = f"{weights / 1e9:.1f} GB"
@@ -251,7 +256,8 @@ def _scheduling() -> dict[str, str]:
     f["sched_swap_ms_4k"] = f"{seq / PCIE5_X16_ONE_WAY * 1e3:.1f} ms"
     f["sched_recompute_ms_4k"] = f"{im.compute_time(prefill_flops(m, 4096), H100_SXM) * 1e3:.1f} ms"
     f["evict_llama3_8b_gib_16k"] = _gib(m.kv_bytes(16384))
-    f["evict_llama3_8b_gib_16k_20pct"] = _gib(0.2 * m.kv_bytes(16384))
+    f["evict_budget_share"] = _pct(EVICTION_BUDGET)
+    f["evict_llama3_8b_gib_16k_20pct"] = _gib(EVICTION_BUDGET * m.kv_bytes(16384))
     f["evict_llama3_8b_mib_1024"] = f"{m.kv_bytes(1024) / MIB:g} MiB"
     big, one = np.float32(1e8), np.float32(1)
     f["batchinv_fp32_left"] = f"{float((big + one) - big):.1f}"

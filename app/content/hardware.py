@@ -1,6 +1,7 @@
 """The GPUs the bank reasons about, with the data-sheet figures the cards quote.
 
-Peak figures are the vendor's, for dense math (no 2:4 sparsity), in decimal units: a
+Checked against the data sheets (the H100 and H200 sheets print BF16 with 2:4 sparsity, twice
+the dense rate). Peak figures are the vendor's, for dense math (no 2:4 sparsity), in decimal units: a
 "3.35 TB/s" data sheet means 3.35e12 bytes per second and "80 GB" means 80e9 bytes.
 Real kernels reach a fraction of these (see MBU and MFU on the roofline cards).
 """
@@ -29,21 +30,30 @@ A100_80GB = GPU(
     bf16_flops=312e12,
     hbm_bytes_per_s=2.039e12,
     hbm_bytes=80 * 10**9,
-    source="NVIDIA A100 Tensor Core GPU data sheet (2021): BF16 312 TFLOPS dense, HBM2e 2,039 GB/s",
+    source=(
+        "NVIDIA A100 Tensor Core GPU data sheet (2021), A100 80GB SXM column: BFLOAT16 Tensor Core "
+        "312 TFLOPS (624 with sparsity), 80GB HBM2e, 2,039 GB/s"
+    ),
 )
 H100_SXM = GPU(
     "H100 SXM",
     bf16_flops=989e12,
     hbm_bytes_per_s=3.35e12,
     hbm_bytes=80 * 10**9,
-    source="NVIDIA H100 Tensor Core GPU data sheet (2023): BF16 989 TFLOPS dense, HBM3 3.35 TB/s, 80 GB",
+    source=(
+        "NVIDIA H100 Tensor Core GPU data sheet (2023), H100 SXM column: BFLOAT16 Tensor Core "
+        "1,979 TFLOPS with sparsity (989 dense, half), 80GB, 3.35TB/s"
+    ),
 )
 H200_SXM = GPU(
     "H200 SXM",
     bf16_flops=989e12,
     hbm_bytes_per_s=4.8e12,
     hbm_bytes=141 * 10**9,
-    source="NVIDIA H200 Tensor Core GPU data sheet (2024): BF16 989 TFLOPS dense, HBM3e 4.8 TB/s, 141 GB",
+    source=(
+        "NVIDIA H200 Tensor Core GPU data sheet (2024), H200 SXM column: BFLOAT16 Tensor Core "
+        "1,979 TFLOPS with sparsity (989 dense, half), 141GB HBM3e, 4.8TB/s"
+    ),
 )
 
 GPUS: dict[str, GPU] = {"a100_80gb": A100_80GB, "h100_sxm": H100_SXM, "h200_sxm": H200_SXM}

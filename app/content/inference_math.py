@@ -214,3 +214,42 @@ def frequency_presence_penalty(logit: float, count: int, frequency: float, prese
 def reusable_prefix_tokens(shared_tokens: int, block_size: int) -> int:
     """Tokens a block-hashing prefix cache can reuse: only whole blocks are hashed and shared."""
     return shared_tokens // block_size * block_size
+
+
+def speculative_walltime_speedup(alpha: float, gamma: int, cost_ratio: float) -> float:
+    """Expected wall-time improvement of speculative decoding (Leviathan et al., 2023, Theorem 3.8).
+
+    Tokens per round (speculative_expected_tokens) over the round's cost in target-pass units:
+    gamma draft passes at `cost_ratio` each plus one target pass, gamma * c + 1. Assumes the
+    target verifies gamma + 1 positions in the time of one decode step (memory-bound decode).
+    """
+    return speculative_expected_tokens(alpha, gamma) / (gamma * cost_ratio + 1)
+
+
+def pipeline_bubble_fraction(stages: int, microbatches: int) -> float:
+    """Share of a pipeline's time that its stages sit idle in one fill-and-drain (GPipe schedule).
+
+    With p stages and m equal micro-batches a pass lasts m + p - 1 slots, of which each stage
+    works m: the idle share is (p - 1) / (m + p - 1). Narayanan et al. (2021) quote the same
+    bubble as (p - 1) / m of the ideal time.
+    """
+    return (stages - 1) / (microbatches + stages - 1)
+
+
+def expected_experts_touched(experts: int, top_k: int, tokens: int) -> float:
+    """Expected distinct experts one MoE layer must read for `tokens` tokens under uniform routing.
+
+    A token skips a given expert with probability (experts - top_k) / experts (it picks top_k
+    distinct experts); with independent tokens the expert stays unread with that probability
+    to the power `tokens`.
+    """
+    miss = (experts - top_k) / experts
+    return experts * (1 - miss**tokens)
+
+
+def ring_allreduce_bytes_per_gpu(message_bytes: float, gpus: int) -> float:
+    """Bytes each GPU sends in a ring all-reduce of `message_bytes`: 2 (n - 1) / n of the message.
+
+    Reduce-scatter then all-gather, each n - 1 steps of message / n bytes.
+    """
+    return 2 * (gpus - 1) / gpus * message_bytes

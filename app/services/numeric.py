@@ -1,8 +1,11 @@
-"""Auto-checked numeric questions, generated from real model configs (app/content/figures.py).
+"""Auto-checked numeric questions: the registry of generators per topic, and the checker.
 
-Each generator draws a model, a length, a batch and a dtype, and returns the question, the
-exact answer in a base unit (bytes, or a plain count), the units the answer may be given in,
-the tolerance, and a worked solution. The unit is part of the check: 2.62 GB is not 2.62 GiB.
+The generators live in app/services/numeric_memory.py (the KV cache from real model configs)
+and app/services/numeric_serving.py (the hardware: roofline, quantized and MLA caches, tensor
+parallelism, speculative decoding). Each returns the question, the exact answer in a base
+unit (bytes, seconds, FLOP/byte, or a plain count), the units the answer may be given in, the
+tolerance, and a worked solution. The unit is part of the check: 2.62 GB is not 2.62 GiB, and
+4 ms is not 4 us.
 """
 
 from __future__ import annotations
@@ -11,347 +14,47 @@ import math
 import random
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from app.content.figures import GPU_80GB_BYTES, MODELS, ModelShape, naive_vs_cached_work
+from app.services import numeric_serving
+from app.services.numeric_memory import (
+    gqa_saving,
+    kv_bytes_per_token,
+    kv_cache_size,
+    naive_vs_cached,
+    score_matrix,
+    sequences_that_fit,
+)
+from app.services.numeric_question import (
+    BYTE_UNITS,
+    DIMENSION_NAMES,
+    GIB_PER_GB,
+    UNIT_SYSTEMS,
+    NumericCheck,
+    NumericQuestion,
+    _n,
+    canonical_unit,
+    config_json,
+)
 
-# Units of memory, in bytes. Binary (KiB = 2^10) and decimal (KB = 10^3) are different answers.
-BYTE_UNITS: dict[str, int] = {
-    "bytes": 1,
-    "KiB": 2**10,
-    "MiB": 2**20,
-    "GiB": 2**30,
-    "TiB": 2**40,
-    "KB": 10**3,
-    "MB": 10**6,
-    "GB": 10**9,
-    "TB": 10**12,
-}
-_UNIT_ALIASES = {"b": "bytes", "byte": "bytes", "bytes": "bytes"} | {u.lower(): u for u in BYTE_UNITS}
-
-GIB_PER_GB = 2**30 / 10**9
-DTYPES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
-
-
-@dataclass(frozen=True)
-class NumericQuestion:
-    generator: str
-    prompt: str  # Markdown
-    answer: float  # in the base unit: bytes when dimension is "bytes", else a count
-    dimension: str  # "bytes" or "count"
-    unit: str  # the unit the worked answer is stated in
-    units: list[str]  # what the user may pick
-    tolerance: float  # relative, e.g. 0.01 for 1%
-    solution: list[str]  # Markdown steps
-    answer_text: str  # the answer as a person would state it
-    abs_tolerance: float = 0.0
-    config: dict[str, Any] = field(default_factory=dict)  # the model's config.json fields, when one is used
-
-    def to_payload(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class NumericCheck:
-    correct: bool
-    given: float | None  # the answer converted to the base unit; None when it could not be read
-    message: str
-
-
-def _n(value: float) -> str:
-    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.4g}"
-
-
-def _bytes(value: float, unit: str) -> str:
-    """2 decimals from 1 up, 3 significant digits below: always within the 1% tolerance."""
-    scaled = value / BYTE_UNITS[unit]
-    return f"{scaled:,.2f} {unit}" if scaled >= 1 else f"{scaled:.3g} {unit}"
-
-
-def config_json(model: ModelShape) -> dict[str, Any]:
-    """The shape fields of the model's Hugging Face config.json."""
-    if model.name.startswith("GPT-2"):
-        return {"n_layer": model.layers, "n_head": model.q_heads, "n_embd": model.hidden}
-    return {
-        "num_hidden_layers": model.layers,
-        "num_attention_heads": model.q_heads,
-        "num_key_value_heads": model.kv_heads,
-        "hidden_size": model.hidden,
-    }
-
-
-def _dtype(rng: random.Random, model: ModelShape) -> tuple[str, int]:
-    names = ["fp32", "fp16"] if model.name.startswith("GPT-2") else ["fp16", "bf16", "fp16", "fp8"]
-    name = rng.choice(names)
-    return name, DTYPES[name]
-
-
-def _shape_steps(model: ModelShape) -> list[str]:
-    return [
-        f"From the config: {model.layers} layers, {model.q_heads} query heads, "
-        f"{model.kv_heads} key-value heads, hidden size {model.hidden}.",
-        f"head_dim = hidden / query heads = {model.hidden} / {model.q_heads} = {model.head_dim}.",
-    ]
-
-
-def _per_token(model: ModelShape, kv_heads: int, bpe: int) -> int:
-    return 2 * model.layers * kv_heads * model.head_dim * bpe
-
-
-def kv_bytes_per_token(rng: random.Random) -> NumericQuestion:
-    model = MODELS[rng.choice(list(MODELS))]
-    dtype, bpe = _dtype(rng, model)
-    answer = _per_token(model, model.kv_heads, bpe)
-    return NumericQuestion(
-        generator="kv_bytes_per_token",
-        prompt=(
-            f"How much KV cache does **one token** take in **{model.name}**, over all layers, "
-            f"with the cache stored in **{dtype}** ({bpe} byte{'s' if bpe > 1 else ''} per number)?"
-        ),
-        answer=answer,
-        dimension="bytes",
-        unit="KiB",
-        units=["bytes", "KiB", "MiB", "KB", "MB"],
-        tolerance=0.005,
-        solution=[
-            *_shape_steps(model),
-            "Per token the cache holds one key and one value vector per layer and per key-value head: "
-            "`2 x layers x kv_heads x head_dim x bytes_per_element`.",
-            f"2 x {model.layers} x {model.kv_heads} x {model.head_dim} x {bpe} = {answer:,} bytes "
-            f"= {_bytes(answer, 'KiB')}.",
-        ],
-        answer_text=_bytes(answer, "KiB"),
-        config=config_json(model),
-    )
-
-
-def kv_cache_size(rng: random.Random) -> NumericQuestion:
-    model = MODELS[rng.choice(list(MODELS))]
-    dtype, bpe = _dtype(rng, model)
-    lengths = [256, 512, 1024] if model.name.startswith("GPT-2") else [2048, 4096, 8000, 8192, 32768]
-    seq_len, batch = rng.choice(lengths), rng.choice([1, 4, 8, 16, 32, 64])
-    per_token = _per_token(model, model.kv_heads, bpe)
-    answer = per_token * seq_len * batch
-    return NumericQuestion(
-        generator="kv_cache_size",
-        prompt=(
-            f"**{model.name}** serves a batch of **{batch}** sequence{'s' if batch > 1 else ''}, each "
-            f"**{seq_len:,} tokens** long, with the KV cache in **{dtype}**. How much memory does the "
-            "whole cache take? Answer in GiB (or say which unit you use)."
-        ),
-        answer=answer,
-        dimension="bytes",
-        unit="GiB",
-        units=["GiB", "GB", "MiB", "MB", "TiB"],
-        tolerance=0.01,
-        solution=[
-            *_shape_steps(model),
-            f"Per token: 2 x {model.layers} x {model.kv_heads} x {model.head_dim} x {bpe} "
-            f"= {per_token:,} bytes.",
-            f"Times {seq_len:,} tokens times {batch} sequence{'s' if batch > 1 else ''} = {answer:,} bytes.",
-            f"In binary units: {answer:,} / 2^30 = {_bytes(answer, 'GiB')} "
-            f"(in decimal units {_bytes(answer, 'GB')}).",
-        ],
-        answer_text=_bytes(answer, "GiB"),
-        config=config_json(model),
-    )
-
-
-def sequences_that_fit(rng: random.Random) -> NumericQuestion:
-    key = rng.choice(["llama2_7b", "mistral_7b", "llama3_8b"])
-    model = MODELS[key]
-    seq_len = rng.choice([2048, 4096, 8192, 16384, 32768])
-    params = model.llama_params()
-    weights = params * 2
-    per_seq = model.kv_bytes(seq_len)  # fp16
-    free = GPU_80GB_BYTES - weights
-    answer = free // per_seq
-    return NumericQuestion(
-        generator="sequences_that_fit",
-        prompt=(
-            f"**{model.name}** ({params:,} parameters) runs in **fp16** on one **80 GB** GPU "
-            "(80 x 10^9 bytes). Ignoring activations and the runtime's own memory, how many full "
-            f"**{seq_len:,}-token** sequences of fp16 KV cache fit beside the weights? "
-            "Give a whole number of sequences."
-        ),
-        answer=answer,
-        dimension="count",
-        unit="sequences",
-        units=["sequences"],
-        tolerance=0.0,
-        solution=[
-            *_shape_steps(model),
-            f"Weights: {params:,} parameters x 2 bytes = {weights:,} bytes ({_bytes(weights, 'GiB')}).",
-            f"Left for the cache: 80,000,000,000 - {weights:,} = {free:,} bytes.",
-            f"Cache per sequence: 2 x {model.layers} x {model.kv_heads} x {model.head_dim} x 2 x "
-            f"{seq_len:,} = {per_seq:,} bytes ({_bytes(per_seq, 'GiB')}).",
-            f"{free:,} / {per_seq:,} = {free / per_seq:.2f}, so **{answer:,}** whole sequences fit.",
-        ],
-        answer_text=f"{answer:,} sequences",
-        config=config_json(model),
-    )
-
-
-def gqa_saving(rng: random.Random) -> NumericQuestion:
-    key = rng.choice(["mistral_7b", "llama3_8b", "llama2_70b"])
-    model = MODELS[key]
-    seq_len, batch = rng.choice([4096, 8192, 32768]), rng.choice([1, 8, 16])
-    group = model.q_heads // model.kv_heads
-    mha = _per_token(model, model.q_heads, 2) * seq_len * batch
-    gqa = _per_token(model, model.kv_heads, 2) * seq_len * batch
-    steps = [
-        *_shape_steps(model),
-        f"With GQA the cache stores {model.kv_heads} key-value heads; with MHA it would store one per "
-        f"query head, {model.q_heads}: {group} times as much.",
-    ]
-    if rng.random() < 0.5:
-        return NumericQuestion(
-            generator="gqa_saving",
-            prompt=(
-                f"**{model.name}** uses grouped-query attention. By what factor is its KV cache smaller "
-                "than the cache of the same model with full multi-head attention?"
-            ),
-            answer=group,
-            dimension="count",
-            unit="x",
-            units=["x"],
-            tolerance=0.0,
-            solution=[
-                *steps,
-                f"The factor is query heads / key-value heads = {model.q_heads} / "
-                f"{model.kv_heads} = **{group}x**, whatever the length or batch.",
-            ],
-            answer_text=f"{group}x",
-            config=config_json(model),
-        )
-    saved = mha - gqa
-    return NumericQuestion(
-        generator="gqa_saving",
-        prompt=(
-            f"**{model.name}** uses grouped-query attention. For a batch of **{batch}** sequence"
-            f"{'s' if batch > 1 else ''} of **{seq_len:,} tokens** with an **fp16** cache, how much memory "
-            "does GQA save compared with the same model using full multi-head attention? Answer in GiB."
-        ),
-        answer=saved,
-        dimension="bytes",
-        unit="GiB",
-        units=["GiB", "GB", "MiB", "MB"],
-        tolerance=0.01,
-        solution=[
-            *steps,
-            f"MHA: 2 x {model.layers} x {model.q_heads} x {model.head_dim} x 2 x {seq_len:,} x {batch} "
-            f"= {mha:,} bytes ({_bytes(mha, 'GiB')}).",
-            f"GQA: 2 x {model.layers} x {model.kv_heads} x {model.head_dim} x 2 x {seq_len:,} x {batch} "
-            f"= {gqa:,} bytes ({_bytes(gqa, 'GiB')}).",
-            f"Saved: {mha:,} - {gqa:,} = {saved:,} bytes = **{_bytes(saved, 'GiB')}**.",
-        ],
-        answer_text=_bytes(saved, "GiB"),
-        config=config_json(model),
-    )
-
-
-def score_matrix(rng: random.Random) -> NumericQuestion:
-    model = MODELS[rng.choice(list(MODELS))]
-    seq_len = rng.choice([1024, 2048, 4096, 8192, 32768])
-    if rng.random() < 0.4:
-        answer = seq_len * seq_len
-        return NumericQuestion(
-            generator="score_matrix",
-            prompt=(
-                f"A naive attention kernel materialises the full score matrix `Q K^T`. For **one head** "
-                f"and **{seq_len:,} tokens**, how many entries does that matrix have (masked ones included)?"
-            ),
-            answer=answer,
-            dimension="count",
-            unit="entries",
-            units=["entries"],
-            tolerance=0.0,
-            solution=[
-                "One score per (query, key) pair: an n x n matrix per head; the causal mask does not "
-                "shrink the stored matrix.",
-                f"{seq_len:,} x {seq_len:,} = **{answer:,}** entries.",
-            ],
-            answer_text=f"{answer:,} entries",
-        )
-    dtype, bpe = _dtype(rng, model)
-    answer = model.q_heads * seq_len * seq_len * bpe
-    return NumericQuestion(
-        generator="score_matrix",
-        prompt=(
-            f"A naive attention kernel materialises the full score matrix of every head. For one layer of "
-            f"**{model.name}** at **{seq_len:,} tokens**, batch 1, with scores in **{dtype}**, how much "
-            "memory do the score matrices of all its query heads take? Answer in MiB or GiB."
-        ),
-        answer=answer,
-        dimension="bytes",
-        unit="GiB" if answer >= 2**30 else "MiB",
-        units=["MiB", "GiB", "MB", "GB"],
-        tolerance=0.01,
-        solution=[
-            f"From the config: {model.q_heads} query heads; every head has its own n x n score matrix.",
-            f"{model.q_heads} x {seq_len:,} x {seq_len:,} x {bpe} bytes = {answer:,} bytes "
-            f"= {_bytes(answer, 'MiB')} = {_bytes(answer, 'GiB')}.",
-            "FlashAttention never stores this matrix; the compute stays quadratic.",
-        ],
-        answer_text=_bytes(answer, "GiB" if answer >= 2**30 else "MiB"),
-        config=config_json(model),
-    )
-
-
-_WORK_LABELS = {
-    "naive_proj": ("naive loop", "vector projections (one Q, K or V vector for one token)", "projections"),
-    "naive_scores": ("naive loop", "attention-score elements", "score elements"),
-    "cached_proj": ("cached loop", "vector projections (one Q, K or V vector for one token)", "projections"),
-    "cached_scores": ("cached loop", "attention-score elements", "score elements"),
-}
-
-
-def naive_vs_cached(rng: random.Random) -> NumericQuestion:
-    prompt_len, n_new = rng.choice([4, 8, 16, 100]), rng.choice([10, 20, 60, 100])
-    which = rng.choice(list(_WORK_LABELS))
-    loop, what, unit = _WORK_LABELS[which]
-    work = naive_vs_cached_work(prompt_len, n_new)
-    answer = work[which]
-    last = prompt_len + n_new - 1
-    if which == "naive_proj":
-        steps = [f"Sum of 3t for t = {prompt_len} .. {last}: **{answer:,}**."]
-    elif which == "naive_scores":
-        steps = [f"Sum of t x t for t = {prompt_len} .. {last}: **{answer:,}**."]
-    elif which == "cached_proj":
-        steps = [f"Prefill 3 x {prompt_len} plus 3 per decode step x {n_new}: **{answer:,}**."]
-    else:
-        steps = [
-            f"Prefill {prompt_len} x {prompt_len} = {prompt_len**2:,}, plus one row of t scores for each "
-            f"decode step, t = {prompt_len + 1} .. {prompt_len + n_new}: total **{answer:,}**."
-        ]
-    return NumericQuestion(
-        generator="naive_vs_cached",
-        prompt=(
-            f"A one-layer model gets a **{prompt_len}-token prompt** and generates **{n_new} new tokens**. "
-            f"The naive loop re-runs the full causal forward pass {n_new} times, over lengths {prompt_len}, "
-            f"{prompt_len + 1}, ..., {last}; a pass over t tokens computes 3t vector projections (Q, K, V) "
-            "and the full t x t score matrix. The cached loop runs one prefill over the prompt (the same "
-            f"work for t = {prompt_len}), then {n_new} decode steps; decode step j projects the one new "
-            f"token (3 projections) and scores it against the {prompt_len} + j cached keys. "
-            f"How many **{what}** does the **{loop}** compute?"
-        ),
-        answer=answer,
-        dimension="count",
-        unit=unit,
-        units=[unit],
-        tolerance=0.0,
-        solution=[
-            "Naive: every step recomputes every earlier token, 3t projections and t^2 scores at length t.",
-            "Cached: the prompt is projected and scored once; each step adds 3 projections and one row "
-            "of scores.",
-            *steps,
-            f"For comparison: naive {work['naive_proj']:,} projections and {work['naive_scores']:,} scores; "
-            f"cached {work['cached_proj']:,} projections and {work['cached_scores']:,} scores.",
-        ],
-        answer_text=f"{answer:,} {unit}",
-    )
-
+__all__ = [
+    "BYTE_UNITS",
+    "GENERATORS",
+    "NumericCheck",
+    "NumericQuestion",
+    "TOPIC_GENERATORS",
+    "check_answer",
+    "config_json",
+    "generate",
+    "gqa_saving",
+    "has_numeric",
+    "kv_bytes_per_token",
+    "kv_cache_size",
+    "naive_vs_cached",
+    "parse_answer",
+    "score_matrix",
+    "sequences_that_fit",
+]
 
 GENERATORS: dict[str, Callable[[random.Random], NumericQuestion]] = {
     "kv_bytes_per_token": kv_bytes_per_token,
@@ -360,6 +63,14 @@ GENERATORS: dict[str, Callable[[random.Random], NumericQuestion]] = {
     "gqa_saving": gqa_saving,
     "score_matrix": score_matrix,
     "naive_vs_cached": naive_vs_cached,
+    "min_decode_latency": numeric_serving.min_decode_latency,
+    "ridge_point": numeric_serving.ridge_point,
+    "crossover_batch": numeric_serving.crossover_batch,
+    "quantized_kv_cache": numeric_serving.quantized_kv_cache,
+    "mla_kv_cache": numeric_serving.mla_kv_cache,
+    "tp_cache_per_gpu": numeric_serving.tp_cache_per_gpu,
+    "speculative_tokens": numeric_serving.speculative_tokens,
+    "cost_per_million_tokens": numeric_serving.cost_per_million_tokens,
 }
 
 # Topics whose cards can be asked as a numeric question, and the generators that fit each.
@@ -368,8 +79,15 @@ TOPIC_GENERATORS: dict[str, tuple[str, ...]] = {
     "mha-mqa-gqa": ("gqa_saving", "kv_bytes_per_token"),
     "quadratic-attention": ("score_matrix",),
     "naive-vs-cached": ("naive_vs_cached",),
-    "batching-throughput": ("sequences_that_fit",),
-    "cache-levers": ("kv_cache_size", "gqa_saving"),
+    "batching-throughput": ("sequences_that_fit", "crossover_batch"),
+    "cache-levers": ("kv_cache_size", "gqa_saving", "quantized_kv_cache"),
+    "prefill-vs-decode": ("min_decode_latency",),
+    "roofline": ("min_decode_latency", "ridge_point", "crossover_batch"),
+    "quantization": ("quantized_kv_cache", "min_decode_latency"),
+    "mla": ("mla_kv_cache",),
+    "parallelism": ("tp_cache_per_gpu",),
+    "speculative-decoding": ("speculative_tokens",),
+    "serving-metrics": ("cost_per_million_tokens",),
 }
 
 
@@ -385,12 +103,13 @@ def generate(topic: str, rng: random.Random) -> NumericQuestion | None:
     return GENERATORS[rng.choice(names)](rng)
 
 
-_NUMBER = re.compile(r"^\s*([-+]?(?:\d[\d,_ ]*)?\.?\d+(?:[eE][-+]?\d+)?)\s*([A-Za-z][A-Za-z ]*)?\s*$")
+_NUMBER = re.compile(r"^\s*([-+]?(?:\d[\d,_ ]*)?\.?\d+(?:[eE][-+]?\d+)?)\s*([A-Za-zµμ%$][\w µμ/%$-]*)?\s*$")
 
 
 def parse_answer(text: str) -> tuple[float, str | None] | None:
-    """'2.5', '1,234', '2.5 GiB', '3e9' -> (value, unit written after it or None); None if unreadable."""
-    match = _NUMBER.match(text.replace("\u202f", "").replace("\u00a0", ""))
+    """'2.5', '2.5 GiB', '4.02 ms', '295 FLOP/byte', '3e9' -> (value, unit or None); None if unreadable."""
+    cleaned = text.replace("\u202f", "").replace("\u00a0", "").strip()
+    match = _NUMBER.match(cleaned[1:] if cleaned.startswith("$") else cleaned)  # "$0.28": a price
     if not match:
         return None
     number = match.group(1).replace(",", "").replace("_", "").replace(" ", "")
@@ -409,14 +128,36 @@ def _slip_hint(ratio: float, payload: dict[str, Any]) -> str:
     def near(target: float) -> bool:
         return abs(ratio / target - 1) < 0.01
 
-    if payload["dimension"] != "bytes":
+    dimension = payload["dimension"]
+    generator = payload.get("generator", "")
+    if dimension == "bytes":
+        if near(GIB_PER_GB) or near(1 / GIB_PER_GB):
+            return " Check GB against GiB: 1 GiB = 2^30 bytes, about 1.074 GB."
+        if any(near(base**k) for base in (1000, 1024) for k in (-3, -2, -1, 1, 2, 3)):
+            return " The digits are right: check the unit."
+        if near(2) or near(0.5):
+            return " Off by a factor of 2: both K and V are cached; check the bytes per element too."
         return ""
-    if near(GIB_PER_GB) or near(1 / GIB_PER_GB):
-        return " Check GB against GiB: 1 GiB = 2^30 bytes, about 1.074 GB."
-    if any(near(base**k) for base in (1000, 1024) for k in (-3, -2, -1, 1, 2, 3)):
-        return " The digits are right: check the unit."
-    if near(2) or near(0.5):
-        return " Off by a factor of 2: both K and V are cached; check the bytes per element too."
+    if dimension == "time":
+        if any(near(1000.0**k) for k in (-2, -1, 1, 2)):
+            return " The digits are right: check the unit (1 ms = 1,000 us; 1 s = 1,000 ms)."
+        if near(GIB_PER_GB) or near(1 / GIB_PER_GB):
+            return " Data-sheet bandwidths are decimal: 3.35 TB/s is 3.35 x 10^12 bytes/s, and GB means 10^9."
+        if near(2) or near(0.5):
+            return " Off by a factor of 2: check the bytes per parameter (bf16 is 2, int8 1, int4 0.5)."
+        return ""
+    if dimension == "intensity":
+        if any(near(1000.0**k) for k in (-1, 1)):
+            return (
+                " Check the prefixes: tera is 10^12 and giga 10^9, so TFLOP/s over GB/s has a factor 1,000."
+            )
+        return ""
+    if generator == "crossover_batch" and (near(2) or near(0.5)):
+        return (
+            " Off by a factor of 2: a parameter does 2 FLOPs per sequence (multiply, add); check its bytes."
+        )
+    if generator == "speculative_tokens" and abs(float(payload["answer"]) * (1 - ratio) - 1) < 0.01:
+        return " Count the token the target model adds itself: a round yields the accepted drafts plus one."
     return ""
 
 
@@ -427,21 +168,37 @@ def check_answer(payload: dict[str, Any], text: str, unit: str | None) -> Numeri
         return NumericCheck(False, None, "That is not a number we can read: type digits, e.g. 2.5 or 1,024.")
     value, written = parsed
     units: list[str] = payload["units"]
-    is_bytes = payload["dimension"] == "bytes"
+    dimension = payload["dimension"]
+    system = UNIT_SYSTEMS.get(dimension)  # None for a count
     if written:
         # A unit typed after the number wins over the menu; a count takes any word as its label.
-        canonical = _UNIT_ALIASES.get(written.lower())
-        if is_bytes and canonical is None:
-            return NumericCheck(
-                False, None, f"{written!r} is not a unit of memory: use one of {', '.join(units)}."
-            )
-        if not is_bytes and canonical is not None:
-            return NumericCheck(False, None, f"This asks for a count of {units[0]}, not an amount of memory.")
-        unit = canonical if is_bytes else units[0]
-    if unit not in units and not (is_bytes and unit in BYTE_UNITS):
-        unit = units[0]
+        known = canonical_unit(written)
+        if system is not None:
+            if known is None:
+                return NumericCheck(
+                    False,
+                    None,
+                    f"{written!r} is not a unit of {dimension_word(dimension)}: use one of "
+                    f"{', '.join(units)}.",
+                )
+            if known[0] != dimension:
+                return NumericCheck(
+                    False,
+                    None,
+                    f"This asks for {DIMENSION_NAMES[dimension]}, not {DIMENSION_NAMES[known[0]]}: "
+                    f"use one of {', '.join(units)}.",
+                )
+            unit = known[1]
+        else:
+            if known is not None:
+                return NumericCheck(
+                    False, None, f"This asks for a count of {units[0]}, not {DIMENSION_NAMES[known[0]]}."
+                )
+            unit = units[0]
+    if system is None or unit not in system:
+        unit = units[0] if unit not in units else unit
     assert unit is not None
-    given = value * BYTE_UNITS[unit] if is_bytes else value
+    given = value * system[unit] if system is not None and unit in system else value
     answer = float(payload["answer"])
     allowed = max(float(payload["tolerance"]) * abs(answer), float(payload.get("abs_tolerance", 0.0)))
     if abs(given - answer) <= allowed + 1e-9 * max(1.0, abs(answer)):
@@ -454,3 +211,7 @@ def check_answer(payload: dict[str, Any], text: str, unit: str | None) -> Numeri
         given,
         f"Not quite: you gave {_n(value)} {unit}; the answer is {payload['answer_text']} ({within}).{hint}",
     )
+
+
+def dimension_word(dimension: str) -> str:
+    return {"bytes": "memory", "time": "time", "intensity": "arithmetic intensity"}[dimension]

@@ -401,6 +401,7 @@ def item_view(item: QuizItem, card: Card) -> dict[str, Any]:
         view["units"] = payload["units"]
         view["config"] = payload.get("config") or {}
         view["tolerance"] = payload["tolerance"]
+        view["dimension"] = payload["dimension"]
     if state == "open":
         return view
     view["response"] = item.response

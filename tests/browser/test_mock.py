@@ -26,7 +26,7 @@ from tests.browser.conftest import _free_port, screenshot, watch_csp
 
 pytestmark = pytest.mark.browser
 
-TOPIC = "Why a decode step needs no mask"  # two cards, no numeric problems: one spoken question
+TOPIC = "Why a decode step needs no mask"  # no numeric problems: one spoken question
 
 
 @pytest.fixture(scope="module")

@@ -110,3 +110,29 @@ def test_reusable_prefix_tokens_counts_whole_blocks() -> None:
     assert im.reusable_prefix_tokens(1000, 16) == 992
     assert im.reusable_prefix_tokens(15, 16) == 0
     assert im.reusable_prefix_tokens(32, 16) == 32
+
+
+def test_speculative_walltime_speedup_theorem_3_8() -> None:
+    # alpha 0.8, gamma 4: 3.3616 tokens per round; four drafts at 5% of a target pass cost 1.2.
+    assert im.speculative_walltime_speedup(0.8, 4, 0.05) == pytest.approx(3.3616 / 1.2)
+    # A free draft gives the token count itself; an expensive one can make it a slowdown.
+    assert im.speculative_walltime_speedup(0.8, 4, 0.0) == pytest.approx(3.3616)
+    assert im.speculative_walltime_speedup(0.3, 4, 0.5) < 1
+
+
+def test_pipeline_bubble_fraction() -> None:
+    assert im.pipeline_bubble_fraction(4, 4) == pytest.approx(3 / 7)
+    assert im.pipeline_bubble_fraction(4, 16) == pytest.approx(3 / 19)
+    assert im.pipeline_bubble_fraction(1, 8) == 0
+
+
+def test_expected_experts_touched() -> None:
+    # Mixtral: top-2 of 8, a token misses a given expert with probability 6/8.
+    assert im.expected_experts_touched(8, 2, 1) == pytest.approx(2.0)
+    assert im.expected_experts_touched(8, 2, 4) == pytest.approx(8 * (1 - 0.75**4))
+    assert im.expected_experts_touched(256, 8, 1) == pytest.approx(8.0)
+
+
+def test_ring_allreduce_bytes_per_gpu() -> None:
+    assert im.ring_allreduce_bytes_per_gpu(16384, 8) == pytest.approx(28672)
+    assert im.ring_allreduce_bytes_per_gpu(1000, 2) == pytest.approx(1000)

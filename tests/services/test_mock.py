@@ -198,9 +198,10 @@ def test_flow_question_then_follow_up_then_the_next(db: Session, settings: Setti
 def test_the_interview_closes_when_everything_is_answered(db: Session, settings: Settings) -> None:
     user = make_user(db, guest_token="g")
     mock = start(db, settings, user, topics=("rope",))
+    answered = 2 * len(mocks.mock_items(session=db, mock=mock))  # a question and a follow-up each
     answer_all(db, settings, mock, every=20)
     db.refresh(mock)
-    assert mock.ended_by == "completed" and mock.ended_at == NOW + timedelta(seconds=20 * 4)
+    assert mock.ended_by == "completed" and mock.ended_at == NOW + timedelta(seconds=20 * answered)
     with pytest.raises(mocks.MockError, match="over"):
         mocks.finish(session=db, mock=mock, now=NOW + timedelta(minutes=2))
 
@@ -403,3 +404,29 @@ def test_the_coding_question_can_be_a_serving_challenge(db: Session, settings: S
         if any(i.challenge == slug for i in mocks.mock_items(session=db, mock=mock)):
             return
     raise AssertionError(f"no mock interview drew {slug}")
+
+
+def test_a_roofline_mock_asks_a_hardware_numeric_problem(db: Session, settings: Settings) -> None:
+    user = make_user(db, guest_token="roofline")
+    mock = start(db, settings, user, minutes=20, topics=("roofline",))
+    items = mocks.mock_items(session=db, mock=mock)
+    numeric_items = [i for i in items if i.kind == "numeric"]
+    assert len(numeric_items) == 1
+    problem = numeric_items[0].payload["numeric"]
+    assert problem["generator"] in {"min_decode_latency", "ridge_point", "crossover_batch"}
+    assert problem["solution"] and problem["units"] and problem["tolerance"] > 0
+    now = NOW
+    for item in items:
+        value = item.payload["numeric"]["answer_text"] if item.kind == "numeric" else None
+        picked = (
+            [i for i, o in enumerate(item.payload["choice"]["options"]) if o["correct"]]
+            if item.kind == "choice"
+            else []
+        )
+        mocks.answer(session=db, mock=mock, position=item.position, step="question", settings=settings,
+                     now=now, value=value, picked=picked)  # fmt: skip
+        mocks.answer(
+            session=db, mock=mock, position=item.position, step="follow_up", settings=settings, now=now
+        )
+    checked = next(i for i in mocks.mock_items(session=db, mock=mock) if i.kind == "numeric")
+    assert checked.correct is True

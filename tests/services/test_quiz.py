@@ -207,3 +207,25 @@ def test_a_question_hides_its_answer_until_answered(db: Session, settings: Setti
         assert "key_points" not in view and "solution" not in view and "'correct'" not in text
         if item.kind == "numeric":
             assert item.payload["answer_text"] not in text
+
+
+def test_the_hardware_kinds_appear_in_a_numeric_quiz(db: Session, settings: Settings) -> None:
+    """Roofline and prefill-vs-decode cards are asked as bandwidth, ridge and crossover problems."""
+    user = make_user(db, email="roofline@example.com")
+    spec = quizzes.QuizSpec(topics=("roofline", "prefill-vs-decode"), size=7, kinds=("numeric",), seed=3)
+    quiz = quizzes.start_quiz(session=db, user=user, spec=spec, settings=settings, now=NOW)
+    items = quizzes.quiz_items(session=db, quiz=quiz)
+    generators = {i.payload["generator"] for i in items}
+    assert generators <= {"min_decode_latency", "ridge_point", "crossover_batch"}
+    assert "min_decode_latency" in generators and len(generators) >= 2
+    timed = next(i for i in items if i.payload["generator"] == "min_decode_latency")
+    number, unit = timed.payload["answer_text"].split()
+    slipped = quizzes.answer_item(
+        session=db, user=user, item=timed, settings=settings, value=number, unit="s", now=NOW
+    )
+    assert slipped.correct is False and "check the unit" in timed.response["message"]  # type: ignore[index]
+    other = next(i for i in items if i.id != timed.id)
+    quizzes.answer_item(
+        session=db, user=user, item=other, settings=settings, value=other.payload["answer_text"], now=NOW
+    )
+    assert other.correct is True
