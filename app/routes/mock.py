@@ -463,13 +463,7 @@ def mock_page(
     mocks.close_if_due(session=session, mock=mock, now=now)
     status = mocks.status(mock, now)
     if status == "running":
-        state = state_json(session=session, mock=mock, catalog=catalog, now=now)
-        return templates.TemplateResponse(
-            request,
-            "mock/run.html",
-            {"mock": mock, "state": state, "current": state["current"], "byte_units": list(BYTE_UNITS)},
-            headers={"Cache-Control": "no-store"},
-        )
+        return _run_page(request, session, catalog, mock, now)
     report = mocks.build_report(session=session, mock=mock, catalog=catalog, now=now)
     if status == "ended":
         return templates.TemplateResponse(
@@ -481,6 +475,36 @@ def mock_page(
     url = share_url(request, mock.share_token) if mock.share_token else None
     return templates.TemplateResponse(
         request, "mock/report.html", {"mock": mock, "report": report, "share_url": url, "shared": False}
+    )
+
+
+def _run_page(
+    request: Request,
+    session: Session,
+    catalog: Catalog,
+    mock: MockInterview,
+    now: datetime,
+    *,
+    typed: str = "",
+    answer_error: str | None = None,
+    status: int = 200,
+) -> HTMLResponse:
+    """The running interview's page; after a refused answer, with the typed text back in its box."""
+    state = state_json(session=session, mock=mock, catalog=catalog, now=now)
+    return templates.TemplateResponse(
+        request,
+        "mock/run.html",
+        {
+            "mock": mock,
+            "state": state,
+            "current": state["current"],
+            "byte_units": list(BYTE_UNITS),
+            "max_chars": request.app.state.settings.mock_answer_max_chars,
+            "typed": typed,
+            "answer_error": answer_error,
+        },
+        headers={"Cache-Control": "no-store"},
+        status_code=status,
     )
 
 
@@ -496,14 +520,17 @@ def mock_answer_form(
     settings: SettingsDep,
     user: CurrentUser,
     clock: ClockDep,
+    catalog: CatalogDep,
     position: Annotated[int, Form(ge=0, le=MAX_ID)],
     step: Annotated[Literal["question", "follow_up"], Form()] = "question",
-    text: Annotated[str, Form(max_length=20_000)] = "",
+    # Far above the answer limit (the service's, stated on the page) so that an over-long answer
+    # comes back in its box with a message rather than as a bare validation error.
+    text: Annotated[str, Form(max_length=200_000)] = "",
     value: Annotated[str, Form(max_length=100)] = "",
     unit: Annotated[str, Form(max_length=20)] = "",
     picked: Annotated[list[int], Form(max_length=20)] = [],  # noqa: B006 - FastAPI copies defaults
     skip: Annotated[str, Form(max_length=10)] = "",
-) -> RedirectResponse:
+) -> Response:
     mock = find_mock(session, user.id, mock_id)
     if skip:
         text, value, picked = "", "", []
@@ -513,6 +540,19 @@ def mock_answer_form(
             text=text, value=value, unit=unit or None, picked=picked,
         )  # fmt: skip
     except mocks.MockError as exc:
+        if exc.status == 422 and text and mocks.status(mock, clock.now()) == "running":
+            # Refused as written (too long): the same question again, with what was typed.
+            typed = text.replace("\r\n", "\n").strip()
+            return _run_page(
+                request,
+                session,
+                catalog,
+                mock,
+                clock.now(),
+                typed=typed,
+                answer_error=exc.message,
+                status=422,
+            )
         flash(request, exc.message, "error")
     else:
         if mock.ended_by == "completed":

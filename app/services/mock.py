@@ -473,9 +473,13 @@ def answer(
         raise MockError(MOVED_ON)
     if item.kind == "challenge":
         raise MockError("The coding problem takes code: submit it from the editor.", 422)
-    text = (text or "").strip()
+    # A browser sends each line break of a textarea as CR LF; the page counts it as one character.
+    text = (text or "").replace("\r\n", "\n").strip()
     if len(text) > settings.mock_answer_max_chars:
-        raise MockError(f"Keep an answer under {settings.mock_answer_max_chars} characters", 422)
+        raise MockError(
+            f"Keep an answer to {settings.mock_answer_max_chars:,} characters: this one has {len(text):,}.",
+            422,
+        )
 
     values: dict[str, Any]
     guard: ColumnElement[bool]
