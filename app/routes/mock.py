@@ -540,9 +540,9 @@ def mock_answer_form(
             text=text, value=value, unit=unit or None, picked=picked,
         )  # fmt: skip
     except mocks.MockError as exc:
-        if exc.status == 422 and text and mocks.status(mock, clock.now()) == "running":
-            # Refused as written (too long): the same question again, with what was typed.
-            typed = text.replace("\r\n", "\n").strip()
+        if exc.status == 422 and (text or value) and mocks.status(mock, clock.now()) == "running":
+            # Refused as written (too long, or not a number): the same question again, with what was typed.
+            typed = text.replace("\r\n", "\n").strip() if text else value
             return _run_page(
                 request,
                 session,

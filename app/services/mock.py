@@ -487,6 +487,9 @@ def answer(
         values = {"answered_at": now}
         if item.kind == "numeric":
             check = numeric.check_answer(item.payload["numeric"], value or "", unit)
+            if (value or "").strip() and check.given is None:
+                # Unreadable as a number in this question's units: asked again, never graded.
+                raise MockError(check.message, 422)
             written = f"{(value or '').strip()} {unit or ''}".strip() if (value or "").strip() else ""
             values |= {
                 "answer": written,

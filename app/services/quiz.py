@@ -336,6 +336,10 @@ def answer_item(
         item.correct = rating == Rating.Good
     elif item.kind == "numeric":
         result = numeric.check_answer(item.payload, value or "", unit)
+        if result.given is None:
+            # Not a number in a unit this question takes ("about 3 gigs", a size for a count):
+            # nothing is graded or revealed; the page says why and asks again.
+            raise QuizError(result.message, 422)
         item.response = {"value": value or "", "unit": unit, "given": result.given, "message": result.message}
         item.correct = result.correct
         rating = Rating.Good if result.correct else Rating.Again
