@@ -151,7 +151,7 @@ def state_json(*, session: Session, mock: MockInterview, catalog: Catalog, now: 
         "questions": len(items),
         "done": sum(1 for i in items if i.done_at is not None),
         "current": current_view(session=session, item=current, catalog=catalog) if current else None,
-        "shared": mock.share_token is not None,
+        "shared": mocks.active_token(mock) is not None,
     }
 
 
@@ -212,6 +212,8 @@ def create_mock(
 def api_shared_report(token: str, session: SessionDep, catalog: CatalogDep, clock: ClockDep) -> JSONResponse:
     mock = mocks.get_shared(session=session, token=token)
     if mock is None:
+        if mocks.was_revoked(session=session, token=token):
+            raise HTTPException(410, "This link was revoked by the report's owner: ask them for a new one.")
         raise HTTPException(404, "Report not found")
     report = mocks.build_report(session=session, mock=mock, catalog=catalog, now=clock.now())
     return JSONResponse(report.to_json(), headers=SHARED_HEADERS)
@@ -356,6 +358,7 @@ def _setup_page(
     errors: dict[str, str] | None = None,
     status: int = 200,
 ) -> HTMLResponse:
+    settings = request.app.state.settings
     past = mocks.history(session=session, user_id=user_id)
     running = next((m for m in past if mocks.status(m, now) == "running"), None)
     rows = [(m, summary_json(session, m, catalog, now)) for m in past]
@@ -372,7 +375,16 @@ def _setup_page(
             "form": {**defaults, **(form or {})},
             "errors": errors or {},
             "lengths": LENGTH_CHOICES,
-            "max_minutes": request.app.state.settings.mock_max_minutes,
+            "max_minutes": settings.mock_max_minutes,
+            # length -> questions asked with the coding problem, and without it
+            "plans": {
+                str(n): (
+                    mocks.plan_questions(minutes=n, with_challenge=True, settings=settings),
+                    mocks.plan_questions(minutes=n, with_challenge=False, settings=settings),
+                )
+                for n in mocks.LENGTHS
+            },
+            "settings": settings,
         },
         status_code=status,
     )
@@ -442,6 +454,8 @@ def shared_report_page(
 ) -> HTMLResponse:
     mock = mocks.get_shared(session=session, token=token)
     if mock is None:
+        if mocks.was_revoked(session=session, token=token):
+            raise HTTPException(410, "This link was revoked by the report's owner: ask them for a new one.")
         raise HTTPException(404, "Report not found")
     report = mocks.build_report(session=session, mock=mock, catalog=catalog, now=clock.now())
     return templates.TemplateResponse(
@@ -472,7 +486,8 @@ def mock_page(
             {"mock": mock, "report": report},
             headers={"Cache-Control": "no-store"},
         )
-    url = share_url(request, mock.share_token) if mock.share_token else None
+    token = mocks.active_token(mock)
+    url = share_url(request, token) if token else None
     return templates.TemplateResponse(
         request, "mock/report.html", {"mock": mock, "report": report, "share_url": url, "shared": False}
     )
@@ -627,5 +642,9 @@ def mock_unshare_form(
     mock_id: RowId, request: Request, session: SessionDep, user: CurrentUser
 ) -> RedirectResponse:
     mocks.revoke(session=session, mock=find_mock(session, user.id, mock_id))
-    flash(request, "The link is revoked: it no longer opens the report.", "success")
+    flash(
+        request,
+        "The link is revoked: whoever opens it is told so, and sees nothing of the report.",
+        "success",
+    )
     return _back(mock_id)
