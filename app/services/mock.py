@@ -476,10 +476,8 @@ def answer(
     # A browser sends each line break of a textarea as CR LF; the page counts it as one character.
     text = (text or "").replace("\r\n", "\n").strip()
     if len(text) > settings.mock_answer_max_chars:
-        raise MockError(
-            f"An answer is limited to {settings.mock_answer_max_chars:,} characters: this one has {len(text):,}.",
-            422,
-        )
+        limit = settings.mock_answer_max_chars
+        raise MockError(f"An answer is limited to {limit:,} characters: this one has {len(text):,}.", 422)
 
     values: dict[str, Any]
     guard: ColumnElement[bool]
