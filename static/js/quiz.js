@@ -20,14 +20,36 @@
       document.getElementById("draft-status").textContent = "Draft kept in this browser";
     });
   }
+  // After a reveal the page opens on the strong answer: focus goes there, for the keyboard and screen readers.
+  const strong = document.getElementById("strong-answer");
+  if (strong && item.dataset.state === "revealed") strong.focus();
+
+  // Multiple choice: submitting with nothing ticked is most likely a slip, so ask first.
+  const choiceForm = item.querySelector(".choice-form");
+  if (choiceForm) {
+    choiceForm.addEventListener("submit", (event) => {
+      if (choiceForm.querySelector("input[name=picked]:checked")) return;
+      if (!window.confirm("No option is ticked. Submit an empty answer? It counts as wrong.")) event.preventDefault();
+    });
+  }
+
   document.addEventListener("keydown", (event) => {
-    const typing = ["TEXTAREA", "INPUT", "SELECT"].includes(document.activeElement?.tagName);
+    const el = document.activeElement;
+    // Typing in a text box or a menu; a ticked checkbox is not typing, so 1-4 still rate after it.
+    const typing =
+      el?.tagName === "TEXTAREA" || el?.tagName === "SELECT" ||
+      (el?.tagName === "INPUT" && !["checkbox", "radio", "button", "submit"].includes(el.type));
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
-      const form = document.activeElement?.closest("form");
+      const form = el?.closest("form");
       if (form) { event.preventDefault(); form.requestSubmit(); }
       return;
     }
     if (typing || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.key === " " && !["BUTTON", "A", "INPUT", "SUMMARY"].includes(el?.tagName)) {
+      const reveal = document.getElementById("reveal");
+      if (reveal) { event.preventDefault(); reveal.click(); }
+      return;
+    }
     const button = item.querySelector(`.rating-buttons button[data-key="${event.key}"]`);
     if (button) { event.preventDefault(); button.click(); }
   });
