@@ -316,6 +316,13 @@ def start_form(
             error=str(exc.detail),
             status=exc.status_code,
         )
+    if quiz.size < size:
+        # Fewer than asked: say why rather than leave the user to count.
+        flash(
+            request,
+            f"This quiz has {quiz.size} question{'s' if quiz.size != 1 else ''}, not {size}: that is "
+            "every card (and every distinct numeric problem) your choices match. Tick more topics or kinds.",
+        )
     return RedirectResponse(f"/quiz/{quiz.id}", status_code=303)
 
 

@@ -65,3 +65,34 @@ def test_unreadable_numeric_answer_is_asked_again(browser, live_server: str, wid
     expect(page.locator("#rated")).to_contain_text("due again in")
     screenshot(page, f"quiz-numeric-graded-{width}")
     context.close()
+
+
+@pytest.mark.parametrize("width", list(WIDTHS))
+def test_a_numeric_only_quiz_repeats_no_problem_and_says_when_short(
+    browser, live_server: str, width: str
+) -> None:  # type: ignore[no-untyped-def]
+    w, h = WIDTHS[width]
+    context = browser.new_context(base_url=live_server, viewport={"width": w, "height": h})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    page.goto("/quiz")
+    form = page.get_by_role("form", name="Start a quiz")
+    form.get_by_label("MHA, MQA and GQA").check()
+    form.get_by_label("Recall").uncheck()
+    form.get_by_label("Multiple choice").uncheck()
+    form.get_by_label("Cards").fill("20")
+    form.get_by_role("button", name="Start the quiz").click()
+    total = int(page.locator(".quiz-progress").inner_text().rsplit(" ", 1)[1])
+    if total < 20:
+        expect(page.locator(".flash")).to_contain_text(f"This quiz has {total} question")
+        screenshot(page, f"quiz-numeric-short-{width}")
+    prompts = []
+    for n in range(1, total + 1):
+        expect(page.locator(".quiz-progress")).to_have_text(f"Question {n} of {total}")
+        expect(page.locator(".quiz-item")).to_have_attribute("data-kind", "numeric")
+        prompts.append(page.locator("section.question").inner_text())
+        page.get_by_label("Your answer").fill("1")
+        page.get_by_role("button", name="Check", exact=True).click()
+        page.locator("#next").click()
+    assert len(prompts) == len(set(prompts)), prompts
+    context.close()
