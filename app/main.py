@@ -25,6 +25,7 @@ from app.routes import (
     calculator,
     cards,
     challenges,
+    docs,
     home,
     lab,
     mock,
@@ -112,6 +113,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="kvprep",
         summary="Interview trainer for LLM inference",
         lifespan=lifespan,
+        # /docs is our own page (app/routes/docs.py) with Swagger UI served locally; ReDoc would
+        # come from a CDN, so it is off.
+        docs_url=None,
+        redoc_url=None,
         # No OpenTelemetry here: its checks ran on every request.
         telemetry={"tracing": False, "metrics": False, "logs": False},
     )
@@ -174,6 +179,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.mount("/static", HashedStaticFiles(manifest=static_assets), name="static")
     app.include_router(home.pages)
+    app.include_router(docs.pages)
     app.include_router(topics.pages)
     app.include_router(cards.pages)
     app.include_router(cards.router)

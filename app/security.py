@@ -23,16 +23,6 @@ PAGE_CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
     "connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
 )
-# FastAPI's /docs and /redoc pages are an inline script plus Swagger UI or ReDoc from a CDN; they
-# show no user content, so they alone may run inline code.
-DOCS_CSP = (
-    "default-src 'self'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
-    "style-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net https://fonts.googleapis.com; "
-    "font-src 'self' https://fonts.gstatic.com; img-src 'self' data: https://fastapi.tiangolo.com "
-    "https://cdn.redoc.ly; worker-src 'self' blob:; connect-src 'self'; object-src 'none'; "
-    "base-uri 'self'; frame-ancestors 'none'"
-)
-DOCS_PATHS = frozenset({"/docs", "/redoc", "/docs/oauth2-redirect"})
 HSTS = "max-age=63072000; includeSubDomains"
 
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -54,13 +44,12 @@ class SecurityHeaders:
         if hsts:
             common.append(("Strict-Transport-Security", HSTS))
         self.page_headers = _encode([("Content-Security-Policy", PAGE_CSP), *common])
-        self.docs_headers = _encode([("Content-Security-Policy", DOCS_CSP), *common])
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        extra = self.docs_headers if scope["path"] in DOCS_PATHS else self.page_headers
+        extra = self.page_headers
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":

@@ -141,7 +141,7 @@ def _run(check: ModuleType, slug: str, code: str, session: SandboxSession, entry
             Result(
                 slug,
                 Verdict.FAILED,
-                tests=[TestResult("runs", False, f"your code raised {exc.type_name}: {exc.message}")],
+                tests=[TestResult("runs", False, f"your code raised {exc}")],
             )
         )
     except SandboxError:

@@ -19,6 +19,7 @@ from app.models import User
 from app.services.accounts import (
     AccountError,
     authenticate,
+    check_credentials,
     create_account,
     end_sessions,
     fingerprint,
@@ -181,12 +182,15 @@ def _form(
     errors: dict[str, str] | None = None,
     status: int = 200,
 ) -> HTMLResponse:
-    return templates.TemplateResponse(
-        request,
-        template,
-        {"email": email, "next": safe_next(next_url), "errors": errors or {}},
-        status_code=status,
-    )
+    settings = request.app.state.settings
+    context = {
+        "email": email,
+        "next": safe_next(next_url),
+        "errors": errors or {},
+        "password_min": settings.password_min_length,
+        "password_max": settings.password_max_length,
+    }
+    return templates.TemplateResponse(request, template, context, status_code=status)
 
 
 @pages.get("/signup", response_class=HTMLResponse)
@@ -199,16 +203,20 @@ def signup_form(
     request: Request,
     session: SessionDep,
     settings: SettingsDep,
-    email: Annotated[str, Form(max_length=320)] = "",
-    password: Annotated[str, Form(max_length=1024)] = "",
-    confirm: Annotated[str, Form(max_length=1024)] = "",
+    # No length limits here: the request guard bounds the body, and an over-long value must come
+    # back as a message beside its field (with the email kept), not as a bare validation error.
+    email: Annotated[str, Form()] = "",
+    password: Annotated[str, Form()] = "",
+    confirm: Annotated[str, Form()] = "",
     next: Annotated[str, Form(max_length=500)] = "/",
 ) -> Response:
-    args: dict[str, Any] = {"email": email, "next_url": next}
+    args: dict[str, Any] = {"email": email[:320], "next_url": next}
+    # Every problem at once, so one round trip fixes them all.
+    errors = check_credentials(email=normalize_email(email), password=password, settings=settings)
     if password != confirm:
-        return _form(
-            request, "auth/signup.html", **args, errors={"confirm": "The passwords differ."}, status=422
-        )
+        errors["confirm"] = "The passwords differ."
+    if errors:
+        return _form(request, "auth/signup.html", **args, errors=errors, status=422)
     try:
         do_signup(request, session, settings, email, password)
     except RateLimited as exc:

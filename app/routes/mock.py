@@ -151,7 +151,7 @@ def state_json(*, session: Session, mock: MockInterview, catalog: Catalog, now: 
         "questions": len(items),
         "done": sum(1 for i in items if i.done_at is not None),
         "current": current_view(session=session, item=current, catalog=catalog) if current else None,
-        "shared": mock.share_token is not None,
+        "shared": mocks.active_token(mock) is not None,
     }
 
 
@@ -212,6 +212,8 @@ def create_mock(
 def api_shared_report(token: str, session: SessionDep, catalog: CatalogDep, clock: ClockDep) -> JSONResponse:
     mock = mocks.get_shared(session=session, token=token)
     if mock is None:
+        if mocks.was_revoked(session=session, token=token):
+            raise HTTPException(410, "This link was revoked by the report's owner: ask them for a new one.")
         raise HTTPException(404, "Report not found")
     report = mocks.build_report(session=session, mock=mock, catalog=catalog, now=clock.now())
     return JSONResponse(report.to_json(), headers=SHARED_HEADERS)
@@ -356,6 +358,7 @@ def _setup_page(
     errors: dict[str, str] | None = None,
     status: int = 200,
 ) -> HTMLResponse:
+    settings = request.app.state.settings
     past = mocks.history(session=session, user_id=user_id)
     running = next((m for m in past if mocks.status(m, now) == "running"), None)
     rows = [(m, summary_json(session, m, catalog, now)) for m in past]
@@ -372,7 +375,16 @@ def _setup_page(
             "form": {**defaults, **(form or {})},
             "errors": errors or {},
             "lengths": LENGTH_CHOICES,
-            "max_minutes": request.app.state.settings.mock_max_minutes,
+            "max_minutes": settings.mock_max_minutes,
+            # length -> questions asked with the coding problem, and without it
+            "plans": {
+                str(n): (
+                    mocks.plan_questions(minutes=n, with_challenge=True, settings=settings),
+                    mocks.plan_questions(minutes=n, with_challenge=False, settings=settings),
+                )
+                for n in mocks.LENGTHS
+            },
+            "settings": settings,
         },
         status_code=status,
     )
@@ -442,6 +454,8 @@ def shared_report_page(
 ) -> HTMLResponse:
     mock = mocks.get_shared(session=session, token=token)
     if mock is None:
+        if mocks.was_revoked(session=session, token=token):
+            raise HTTPException(410, "This link was revoked by the report's owner: ask them for a new one.")
         raise HTTPException(404, "Report not found")
     report = mocks.build_report(session=session, mock=mock, catalog=catalog, now=clock.now())
     return templates.TemplateResponse(
@@ -463,13 +477,7 @@ def mock_page(
     mocks.close_if_due(session=session, mock=mock, now=now)
     status = mocks.status(mock, now)
     if status == "running":
-        state = state_json(session=session, mock=mock, catalog=catalog, now=now)
-        return templates.TemplateResponse(
-            request,
-            "mock/run.html",
-            {"mock": mock, "state": state, "current": state["current"], "byte_units": list(BYTE_UNITS)},
-            headers={"Cache-Control": "no-store"},
-        )
+        return _run_page(request, session, catalog, mock, now)
     report = mocks.build_report(session=session, mock=mock, catalog=catalog, now=now)
     if status == "ended":
         return templates.TemplateResponse(
@@ -478,9 +486,40 @@ def mock_page(
             {"mock": mock, "report": report},
             headers={"Cache-Control": "no-store"},
         )
-    url = share_url(request, mock.share_token) if mock.share_token else None
+    token = mocks.active_token(mock)
+    url = share_url(request, token) if token else None
     return templates.TemplateResponse(
         request, "mock/report.html", {"mock": mock, "report": report, "share_url": url, "shared": False}
+    )
+
+
+def _run_page(
+    request: Request,
+    session: Session,
+    catalog: Catalog,
+    mock: MockInterview,
+    now: datetime,
+    *,
+    typed: str = "",
+    answer_error: str | None = None,
+    status: int = 200,
+) -> HTMLResponse:
+    """The running interview's page; after a refused answer, with the typed text back in its box."""
+    state = state_json(session=session, mock=mock, catalog=catalog, now=now)
+    return templates.TemplateResponse(
+        request,
+        "mock/run.html",
+        {
+            "mock": mock,
+            "state": state,
+            "current": state["current"],
+            "byte_units": list(BYTE_UNITS),
+            "max_chars": request.app.state.settings.mock_answer_max_chars,
+            "typed": typed,
+            "answer_error": answer_error,
+        },
+        headers={"Cache-Control": "no-store"},
+        status_code=status,
     )
 
 
@@ -496,14 +535,17 @@ def mock_answer_form(
     settings: SettingsDep,
     user: CurrentUser,
     clock: ClockDep,
+    catalog: CatalogDep,
     position: Annotated[int, Form(ge=0, le=MAX_ID)],
     step: Annotated[Literal["question", "follow_up"], Form()] = "question",
-    text: Annotated[str, Form(max_length=20_000)] = "",
+    # Far above the answer limit (the service's, stated on the page) so that an over-long answer
+    # comes back in its box with a message rather than as a bare validation error.
+    text: Annotated[str, Form(max_length=200_000)] = "",
     value: Annotated[str, Form(max_length=100)] = "",
     unit: Annotated[str, Form(max_length=20)] = "",
     picked: Annotated[list[int], Form(max_length=20)] = [],  # noqa: B006 - FastAPI copies defaults
     skip: Annotated[str, Form(max_length=10)] = "",
-) -> RedirectResponse:
+) -> Response:
     mock = find_mock(session, user.id, mock_id)
     if skip:
         text, value, picked = "", "", []
@@ -513,6 +555,19 @@ def mock_answer_form(
             text=text, value=value, unit=unit or None, picked=picked,
         )  # fmt: skip
     except mocks.MockError as exc:
+        if exc.status == 422 and (text or value) and mocks.status(mock, clock.now()) == "running":
+            # Refused as written (too long, or not a number): the same question again, with what was typed.
+            typed = text.replace("\r\n", "\n").strip() if text else value
+            return _run_page(
+                request,
+                session,
+                catalog,
+                mock,
+                clock.now(),
+                typed=typed,
+                answer_error=exc.message,
+                status=422,
+            )
         flash(request, exc.message, "error")
     else:
         if mock.ended_by == "completed":
@@ -587,5 +642,9 @@ def mock_unshare_form(
     mock_id: RowId, request: Request, session: SessionDep, user: CurrentUser
 ) -> RedirectResponse:
     mocks.revoke(session=session, mock=find_mock(session, user.id, mock_id))
-    flash(request, "The link is revoked: it no longer opens the report.", "success")
+    flash(
+        request,
+        "The link is revoked: whoever opens it is told so, and sees nothing of the report.",
+        "success",
+    )
     return _back(mock_id)

@@ -316,6 +316,13 @@ def start_form(
             error=str(exc.detail),
             status=exc.status_code,
         )
+    if quiz.size < size:
+        # Fewer than asked: say why rather than leave the user to count.
+        flash(
+            request,
+            f"This quiz has {quiz.size} question{'s' if quiz.size != 1 else ''}, not {size}: that is "
+            "every card (and every distinct numeric problem) your choices match. Tick more topics or kinds.",
+        )
     return RedirectResponse(f"/quiz/{quiz.id}", status_code=303)
 
 
@@ -356,9 +363,25 @@ def item_page(
     settings: SettingsDep,
     clock: ClockDep,
 ) -> HTMLResponse:
+    return _item_page(request, session, user, settings, quiz_id, position, clock.now())
+
+
+def _item_page(
+    request: Request,
+    session: Session,
+    user: User,
+    settings: Settings,
+    quiz_id: int,
+    position: int,
+    now: datetime,
+    *,
+    typed_value: str = "",
+    error: str | None = None,
+    status: int = 200,
+) -> HTMLResponse:
+    """One question of a quiz; after a refused numeric answer, with the typed value and why."""
     quiz, item, card = load_item(session, user, quiz_id, position)
     assert user.id is not None
-    now = clock.now()
     previews: dict[str, datetime] = {}
     if item.kind == "recall" and quizzes.item_state(item) == "revealed":
         progress = get_progress(session=session, user_id=user.id, card_id=card.id)
@@ -378,7 +401,10 @@ def item_page(
             "until": humanize_interval,
             "byte_units": BYTE_UNITS,
             "next_position": position + 1 if position + 1 < quiz.size else None,
+            "typed_value": typed_value,
+            "answer_error": error,
         },
+        status_code=status,
     )
 
 
@@ -395,7 +421,7 @@ def answer_form(
     picked: Annotated[list[int], Form()] = [],  # noqa: B006
     value: Annotated[str, Form(max_length=100)] = "",
     unit: Annotated[str, Form(max_length=20)] = "",
-) -> RedirectResponse:
+) -> Response:
     _, item, _card = load_item(session, user, quiz_id, position)
     try:
         quizzes.answer_item(
@@ -403,6 +429,11 @@ def answer_form(
             text=answer, picked=picked, value=value, unit=unit or None, now=clock.now(),
         )  # fmt: skip
     except quizzes.QuizError as exc:
+        if exc.status == 422 and item.kind == "numeric":
+            return _item_page(
+                request, session, user, settings, quiz_id, position, clock.now(),
+                typed_value=value, error=exc.message, status=422,
+            )  # fmt: skip
         flash(request, exc.message, "error")
     return RedirectResponse(f"/quiz/{quiz_id}/items/{position}", status_code=303)
 

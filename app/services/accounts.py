@@ -69,7 +69,9 @@ def check_credentials(*, email: str, password: str, settings: Settings) -> dict[
     if len(password) < settings.password_min_length:
         problems["password"] = f"Use at least {settings.password_min_length} characters."
     elif len(password) > settings.password_max_length:
-        problems["password"] = f"Use at most {settings.password_max_length} characters."
+        problems["password"] = (
+            f"Use at most {settings.password_max_length} characters: this one has {len(password):,}."
+        )
     return problems
 
 

@@ -356,7 +356,7 @@ def get_mock(*, session: Session, user_id: int, mock_id: int) -> MockInterview |
 
 
 def get_shared(*, session: Session, token: str) -> MockInterview | None:
-    if not token or len(token) > 64:
+    if not token or len(token) > 64 or token.startswith(REVOKED):
         return None
     mock = session.exec(select(MockInterview).where(MockInterview.share_token == token)).first()
     return mock if mock is not None and mock.scored_at is not None else None
@@ -473,9 +473,11 @@ def answer(
         raise MockError(MOVED_ON)
     if item.kind == "challenge":
         raise MockError("The coding problem takes code: submit it from the editor.", 422)
-    text = (text or "").strip()
+    # A browser sends each line break of a textarea as CR LF; the page counts it as one character.
+    text = (text or "").replace("\r\n", "\n").strip()
     if len(text) > settings.mock_answer_max_chars:
-        raise MockError(f"Keep an answer under {settings.mock_answer_max_chars} characters", 422)
+        limit = settings.mock_answer_max_chars
+        raise MockError(f"An answer is limited to {limit:,} characters: this one has {len(text):,}.", 422)
 
     values: dict[str, Any]
     guard: ColumnElement[bool]
@@ -483,6 +485,9 @@ def answer(
         values = {"answered_at": now}
         if item.kind == "numeric":
             check = numeric.check_answer(item.payload["numeric"], value or "", unit)
+            if (value or "").strip() and check.given is None:
+                # Unreadable as a number in this question's units: asked again, never graded.
+                raise MockError(check.message, 422)
             written = f"{(value or '').strip()} {unit or ''}".strip() if (value or "").strip() else ""
             values |= {
                 "answer": written,
@@ -1012,21 +1017,46 @@ def build_report(*, session: Session, mock: MockInterview, catalog: Catalog, now
 # --- sharing -------------------------------------------------------------------------------------------
 
 
+# A revoked link's token stays in the row under this prefix (no lookup matches it as a live
+# token), so that opening the old link can say it was revoked rather than that nothing is there.
+REVOKED = "revoked:"
+
+
+def active_token(mock: MockInterview) -> str | None:
+    """The live share token, or None when the report is not shared (never shared, or revoked)."""
+    token = mock.share_token
+    return token if token and not token.startswith(REVOKED) else None
+
+
 def share(*, session: Session, mock: MockInterview) -> str:
     """The report's read-only link token: made once, kept until revoked."""
     if mock.scored_at is None:
         raise MockError("Score the interview before sharing its report.")
-    if mock.share_token is None:
-        mock.share_token = secrets.token_urlsafe(24)
+    token = active_token(mock)
+    if token is None:
+        token = secrets.token_urlsafe(24)
+        mock.share_token = token
         session.add(mock)
         session.commit()
         session.refresh(mock)
-    assert mock.share_token is not None
-    return mock.share_token
+    return token
 
 
 def revoke(*, session: Session, mock: MockInterview) -> None:
-    """The old link answers 404 from now on; sharing again makes a new one."""
-    mock.share_token = None
+    """The old link stops opening the report (it answers 410, revoked); sharing again makes a new one."""
+    token = active_token(mock)
+    if token is None:
+        return
+    mock.share_token = REVOKED + token
     session.add(mock)
     session.commit()
+
+
+def was_revoked(*, session: Session, token: str) -> bool:
+    """Whether this token opened a report until its owner revoked it (the latest revoked link)."""
+    if not token or len(token) > 64 - len(REVOKED) or token.startswith(REVOKED):
+        return False
+    marker = REVOKED + token
+    return (
+        session.exec(select(MockInterview.id).where(MockInterview.share_token == marker)).first() is not None
+    )

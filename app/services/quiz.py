@@ -177,6 +177,10 @@ def build_payload(
     return {}
 
 
+# Draws of a topic's numeric problem before giving up on a new one for this quiz.
+NUMERIC_REDRAWS = 12
+
+
 def start_quiz(
     *, session: Session, user: User, spec: QuizSpec, settings: Settings, now: datetime | None = None
 ) -> QuizSession:
@@ -200,20 +204,39 @@ def start_quiz(
     by_topic: dict[str, list[Card]] = {}
     for c in session.exec(select(Card).where(col(Card.retired).is_(False))).all():
         by_topic.setdefault(c.topic, []).append(c)
+    planned: list[tuple[Card, str, dict[str, Any]]] = []
+    prompts: set[str] = set()  # numeric problems already in this quiz: none is asked twice
+    for card, kind in zip(cards, assign_kinds(cards, kinds), strict=True):
+        payload = build_payload(card=card, kind=kind, rng=rng, topic_cards=by_topic.get(card.topic, []))
+        if kind == "numeric":
+            for _ in range(NUMERIC_REDRAWS):
+                if payload["prompt"] not in prompts:
+                    break
+                payload = build_payload(card=card, kind=kind, rng=rng, topic_cards=[])
+            if payload["prompt"] in prompts:
+                other = next((k for k in kinds if k != "numeric"), None)
+                if other is None:
+                    continue  # only numeric asked, and this topic has no new problem left
+                kind = other
+                payload = build_payload(
+                    card=card, kind=kind, rng=rng, topic_cards=by_topic.get(card.topic, [])
+                )
+            else:
+                prompts.add(payload["prompt"])
+        planned.append((card, kind, payload))
     quiz = QuizSession(
         user_id=user.id,
         mode=spec.mode,
         topics=list(spec.topics),
         difficulty=spec.difficulty,
         kinds=list(kinds),
-        size=len(cards),
+        size=len(planned),
         created_at=now,
     )
     session.add(quiz)
     session.flush()
     assert quiz.id is not None
-    for position, (card, kind) in enumerate(zip(cards, assign_kinds(cards, kinds), strict=True)):
-        payload = build_payload(card=card, kind=kind, rng=rng, topic_cards=by_topic.get(card.topic, []))
+    for position, (card, kind, payload) in enumerate(planned):
         session.add(
             QuizItem(
                 session_id=quiz.id,
@@ -336,6 +359,10 @@ def answer_item(
         item.correct = rating == Rating.Good
     elif item.kind == "numeric":
         result = numeric.check_answer(item.payload, value or "", unit)
+        if result.given is None:
+            # Not a number in a unit this question takes ("about 3 gigs", a size for a count):
+            # nothing is graded or revealed; the page says why and asks again.
+            raise QuizError(result.message, 422)
         item.response = {"value": value or "", "unit": unit, "given": result.given, "message": result.message}
         item.correct = result.correct
         rating = Rating.Good if result.correct else Rating.Again

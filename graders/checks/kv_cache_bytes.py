@@ -157,7 +157,8 @@ def _judge(report: CheckReport, got: Any, case: Case) -> None:
     if not names and case.want > 2**53 and abs(got - case.want) <= case.want * 2**-50:
         report.diagnose(FLOAT_ROUNDED)
         hint = ": off by a rounding error, so some step went through a float (use // not /)"
-    ratio = f", {got / case.want:.4g}x the right answer" if case.want else ""
+    # No ratio for a zero (or negative) count: "0x the right answer" says nothing the numbers do not.
+    ratio = f", {got / case.want:.4g}x the right answer" if case.want and got > 0 else ""
     raise Mismatch(f"got {got:,} bytes, expected {case.want:,}{ratio}{hint}")
 
 
@@ -179,7 +180,7 @@ def _test(
             mistake = _explain_error(exc)
             if mistake:
                 report.diagnose(mistake)
-                raise Mismatch(f"your code raised {exc.type_name}: {exc.message}; {mistake}") from None
+                raise Mismatch(f"your code raised {exc}; {mistake}") from None
             raise
         _judge(report, got, case)
 

@@ -90,7 +90,7 @@ def run_test(report: CheckReport, name: str, body: Callable[[], None]) -> bool:
         report.add(TestResult(name, False, str(exc)))
         return False
     except SubmissionError as exc:
-        report.add(TestResult(name, False, f"your code raised {exc.type_name}: {exc.message}"))
+        report.add(TestResult(name, False, f"your code raised {exc}"))
         return False
     report.add(TestResult(name, True))
     return True

@@ -74,6 +74,12 @@ def _text(value: Any) -> str:
     return text[:MAX_TEXT]
 
 
+def _named(exc: BaseException) -> str:
+    """'ValueError: bad shape', or just 'ValueError' when it came with no message (no dangling colon)."""
+    text = _text(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 class UnknownHandle(LookupError):
     """A check named a handle this process never gave out."""
 
@@ -190,7 +196,7 @@ class Runtime:
         except SyntaxError as exc:
             return {"load_error": f"{type(exc).__name__}: {exc.msg} (line {exc.lineno})"}
         except ValueError as exc:  # e.g. a null byte in the source
-            return {"load_error": f"{type(exc).__name__}: {_text(exc)}"}
+            return {"load_error": _named(exc)}
         try:
             exec(compiled, module.__dict__)
         except SystemExit as exc:
@@ -203,7 +209,7 @@ class Runtime:
                 if frame.filename == SUBMISSION_FILE:
                     line = f" (line {frame.lineno})"
                     break
-            return {"load_error": f"{type(exc).__name__}: {_text(exc)}{line}"}
+            return {"load_error": f"{_named(exc)}{line}"}
         return {"ok": True}
 
     @staticmethod
@@ -288,7 +294,7 @@ class Runtime:
             # there then reads as "raised MemoryError", which gives the submission nothing it
             # could not get by raising MemoryError itself.
             if self._is_memory(exc) and not (op == "call" and req.get("memory_error_is_data") is True):
-                return {"limit": "memory_limit", "message": f"{type(exc).__name__}: {_text(exc)}"}, []
+                return {"limit": "memory_limit", "message": _named(exc)}, []
             return {"raised": [type(exc).__name__, _text(exc)]}, []
         raise wire.WireError(f"unknown operation {op!r}")
 

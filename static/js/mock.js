@@ -72,17 +72,39 @@
     }
   });
 
-  // A typed answer survives a reload (and a crash) until it is sent.
+  // A typed answer survives a reload (and a crash, and a refusal) until the server has taken it: a
+  // draft is dropped only when a later page shows the interview has moved past its question.
   const form = document.getElementById("answer-form");
   const answer = document.getElementById("answer");
   const draftStatus = document.getElementById("draft-status");
+  const prefix = `kvprep:mock:${id}:`;
+  const key = `${prefix}${root.dataset.position}:${root.dataset.step}`;
+  for (let i = localStorage.length - 1; i >= 0; i--) {
+    const name = localStorage.key(i);
+    if (name && name.startsWith(prefix) && name !== key && name !== `${prefix}code`) {
+      localStorage.removeItem(name);
+    }
+  }
   if (form && answer) {
-    const key = `kvprep:mock:${id}:${root.dataset.position}:${root.dataset.step}`;
     const saved = localStorage.getItem(key);
     if (saved !== null && !answer.value) answer.value = saved;
+    const limit = Number(answer.dataset.maxChars || 0);
+    const counter = document.getElementById("answer-count");
+    const error = document.getElementById("answer-error");
+    // As the server counts: code points, after trimming, one per line break.
+    const length = () => [...answer.value.trim()].length;
+    const count = () => {
+      if (!counter || !limit) return;
+      const n = length();
+      counter.textContent = `${n.toLocaleString("en-US")} / ${limit.toLocaleString("en-US")} characters`;
+      counter.classList.toggle("over", n > limit);
+      if (n <= limit && error) error.hidden = true;
+    };
+    count();
     answer.addEventListener("input", () => {
       localStorage.setItem(key, answer.value);
       draftStatus.textContent = "Draft kept in this browser";
+      count();
     });
     answer.focus();
     let sent = false;
@@ -91,8 +113,18 @@
         event.preventDefault();
         return;
       }
+      const passing = event.submitter && event.submitter.name === "skip";
+      if (!passing && limit && length() > limit) {
+        event.preventDefault();
+        const over = (length() - limit).toLocaleString("en-US");
+        error.textContent =
+          `This answer is ${over} characters over the limit of ${limit.toLocaleString("en-US")}. ` +
+          "Shorten it and send it again: your text is kept.";
+        error.hidden = false;
+        answer.focus();
+        return;
+      }
       sent = true;
-      localStorage.removeItem(key);
     });
   }
 

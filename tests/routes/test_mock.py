@@ -263,8 +263,9 @@ def test_a_shared_report_shows_the_report_and_nothing_of_its_owner(
 
     # The owner revokes the link: it is gone for everyone.
     assert app_client.delete(f"/api/mock/{shared['id']}/share", headers=BODYLESS).status_code == 204
-    assert visitor.get(f"/mock/shared/{token}", headers={"accept": "text/html"}).status_code == 404
-    assert visitor.get(f"/api/mock/shared/{token}").status_code == 404
+    revoked = visitor.get(f"/mock/shared/{token}", headers={"accept": "text/html"})
+    assert revoked.status_code == 410 and "revoked" in revoked.text  # says why, shows nothing
+    assert visitor.get(f"/api/mock/shared/{token}").status_code == 410
     assert visitor.get("/mock/shared/not-a-token").status_code == 404
 
 
@@ -279,7 +280,7 @@ def test_the_share_link_from_the_report_page(app_client: TestClient, clock: Manu
     assert shared_url
     assert other_client(app_client).get(shared_url.group(1)).status_code == 200
     app_client.post(url + "/unshare", data={"csrf_token": token})
-    assert other_client(app_client).get(shared_url.group(1)).status_code == 404
+    assert other_client(app_client).get(shared_url.group(1)).status_code == 410
     assert "Create a read-only link" in app_client.get(url).text
 
 

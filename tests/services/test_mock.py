@@ -358,6 +358,8 @@ def test_sharing_needs_a_score_and_can_be_revoked(db: Session, settings: Setting
     assert mocks.get_shared(session=db, token=token) == mock
     mocks.revoke(session=db, mock=mock)
     assert mocks.get_shared(session=db, token=token) is None
+    assert mocks.was_revoked(session=db, token=token) and not mocks.was_revoked(session=db, token="x" * 32)
+    assert mocks.get_shared(session=db, token=mocks.REVOKED + token) is None
     assert mocks.share(session=db, mock=mock) != token  # a new link; the old one stays dead
 
 

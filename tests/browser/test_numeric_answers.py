@@ -1,0 +1,98 @@
+"""A numeric quiz answer that does not read as a number in the question's units gets a message and a
+retry (never a rating, never the solution); a unit typed into the number box is read. At a desktop
+width and at a phone's; screenshots in test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import screenshot
+
+pytestmark = pytest.mark.browser
+
+WIDTHS = {"desktop": (1200, 900), "phone": (390, 844)}
+
+
+@pytest.mark.parametrize("width", list(WIDTHS))
+def test_unreadable_numeric_answer_is_asked_again(browser, live_server: str, width: str) -> None:  # type: ignore[no-untyped-def]
+    w, h = WIDTHS[width]
+    context = browser.new_context(base_url=live_server, viewport={"width": w, "height": h})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    page.goto("/quiz")
+    form = page.get_by_role("form", name="Start a quiz")
+    form.get_by_label("KV-cache memory arithmetic").check()
+    form.get_by_label("Recall").uncheck()
+    form.get_by_label("Multiple choice").uncheck()
+    form.get_by_label("Cards").fill("1")
+    form.get_by_role("button", name="Start the quiz").click()
+    expect(page.locator(".quiz-item")).to_have_attribute("data-kind", "numeric")
+    box = page.get_by_label("Your answer")
+
+    # Words around the number: a message, the text kept, nothing rated or revealed.
+    box.fill("about 3 gigs")
+    page.get_by_role("button", name="Check", exact=True).click()
+    expect(page.locator("#numeric-error")).to_contain_text("try again")
+    expect(page.get_by_label("Your answer")).to_have_value("about 3 gigs")
+    expect(page.locator("#rated")).to_have_count(0)
+    expect(page.locator(".worked-solution")).to_have_count(0)
+    screenshot(page, f"quiz-numeric-unreadable-{width}")
+
+    menu = page.locator("select[name=unit]")
+    if menu.count():
+        # A unit typed in the box beats the menu's first choice: it is read and graded.
+        options = menu.locator("option").all_inner_texts()
+        typed_unit = options[-1]
+        assert typed_unit != menu.input_value()
+        page.get_by_label("Your answer").fill(f"0.5 {typed_unit}")
+        page.get_by_role("button", name="Check", exact=True).click()
+        expect(page.locator("#numeric-result")).to_contain_text(
+            re.compile(f"Right|you gave 0.5 {typed_unit}")
+        )
+    else:
+        # A count: a size is not an answer to it.
+        page.get_by_label("Your answer").fill("3 GiB")
+        page.get_by_role("button", name="Check", exact=True).click()
+        expect(page.locator("#numeric-error")).to_contain_text("count")
+        expect(page.locator("#rated")).to_have_count(0)
+        page.get_by_label("Your answer").fill("3")
+        page.get_by_role("button", name="Check", exact=True).click()
+        expect(page.locator("#numeric-result")).to_be_visible()
+    expect(page.locator("#rated")).to_contain_text("due again in")
+    screenshot(page, f"quiz-numeric-graded-{width}")
+    context.close()
+
+
+@pytest.mark.parametrize("width", list(WIDTHS))
+def test_a_numeric_only_quiz_repeats_no_problem_and_says_when_short(
+    browser, live_server: str, width: str
+) -> None:  # type: ignore[no-untyped-def]
+    w, h = WIDTHS[width]
+    context = browser.new_context(base_url=live_server, viewport={"width": w, "height": h})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    page.goto("/quiz")
+    form = page.get_by_role("form", name="Start a quiz")
+    form.get_by_label("MHA, MQA and GQA").check()
+    form.get_by_label("Recall").uncheck()
+    form.get_by_label("Multiple choice").uncheck()
+    form.get_by_label("Cards").fill("20")
+    form.get_by_role("button", name="Start the quiz").click()
+    total = int(page.locator(".quiz-progress").inner_text().rsplit(" ", 1)[1])
+    if total < 20:
+        expect(page.locator(".flash")).to_contain_text(f"This quiz has {total} question")
+        screenshot(page, f"quiz-numeric-short-{width}")
+    prompts = []
+    for n in range(1, total + 1):
+        expect(page.locator(".quiz-progress")).to_have_text(f"Question {n} of {total}")
+        expect(page.locator(".quiz-item")).to_have_attribute("data-kind", "numeric")
+        prompts.append(page.locator("section.question").inner_text())
+        page.get_by_label("Your answer").fill("1")
+        page.get_by_role("button", name="Check", exact=True).click()
+        page.locator("#next").click()
+    assert len(prompts) == len(set(prompts)), prompts
+    context.close()
