@@ -185,12 +185,20 @@ class _Sequence:
         for i in range(1, T):
             if float(torch.rand((), generator=gen)) < CHANGE_RATE:
                 self.change(gen, i)
+        rows = {row for row, _, _ in self.changes.values()}
+        if T >= 3 and len(rows) < 2:
+            # Two different positions changed at least once per sequence: a step that watches
+            # one position for tampering meets a change it cannot see.
+            last = T - 1
+            other = next(r for r in range(last) if r not in rows)
+            self.change(gen, last, row=other)
 
-    def change(self, gen: torch.Generator, i: int) -> None:
-        """Step i gets a past with one random position changed (i >= 1)."""
+    def change(self, gen: torch.Generator, i: int, row: int | None = None) -> None:
+        """Step i gets a past with one position changed (i >= 1): `row`, else a random one."""
         B, _, d = self.x.shape
         hd = d // self.h
-        row = int(torch.randint(0, i, (), generator=gen))
+        if row is None:
+            row = int(torch.randint(0, i, (), generator=gen))
         self.changes[i] = (row, randn(gen, B, self.h, hd).double(), randn(gen, B, self.h, hd).double() * 3)
 
     def token(self, i: int) -> torch.Tensor:

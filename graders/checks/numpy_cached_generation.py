@@ -58,6 +58,7 @@ NOT_APPENDED = "decode_step does not append the new key and value to cache['k'] 
 HIDDEN_STATE = "decode_step keeps state outside the cache (a global or a closure)"
 NO_PROMPT = "generate_cached returns only the new tokens, not the prompt followed by them"
 NOT_NUMPY = "returned a torch tensor: this challenge is NumPy only"
+FRESH_CHANGED_CACHES = 4  # fresh caches the read-the-cache test hands a changed past
 CHANGE_RATE = 1 / 3  # the share of decode_step calls, in every test, whose cache has a row changed
 KNOWN_MISTAKES = (
     NOT_SCALED, SCALED_BY_D, SOFTMAX_AXIS, FIRST_ROW, ALL_ROWS, CACHE_QUERIES, CACHE_SWAPPED,
@@ -315,12 +316,17 @@ class _Battery:
                 _compare(self.report, now[key], want, f"cache[{key!r}] after decode step {step + 1}")
 
     def decode_reads_cache(self, t: int) -> None:
-        """Like every other call, with the change guaranteed."""
+        """Like every other call, with the change guaranteed, on FRESH_CHANGED_CACHES new caches.
+
+        Each first call on a fresh cache changes a random row: a submission that trusts the cache
+        only after spotting a change in one row it watches escapes each with probability 1/t.
+        """
         _require(self.session, "decode_step", "decode_step(params, token, cache)")
-        tokens = self.tokens(t)
-        past, _ = prefill(self.params, tokens)
-        cache = _their_cache(self.session, self.params, tokens, past)
-        self.step_on(cache, past, "with a grader-modified cache, the logit vector", always=True)
+        for _ in range(FRESH_CHANGED_CACHES):
+            tokens = self.tokens(t)
+            past, _ = prefill(self.params, tokens)
+            cache = _their_cache(self.session, self.params, tokens, past)
+            self.step_on(cache, past, "with a grader-modified cache, the logit vector", always=True)
 
     def interleaved(self) -> None:
         _require(self.session, "decode_step", "decode_step(params, token, cache)")
