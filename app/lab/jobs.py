@@ -74,6 +74,8 @@ def launch_child(run_id: str, settings: Settings) -> subprocess.Popen[bytes]:
         str(settings.lab_threads),
         "--time-limit",
         str(settings.lab_time_limit_s),
+        "--nice",
+        str(settings.lab_nice),
     ]
     return subprocess.Popen(
         cmd,
@@ -83,7 +85,6 @@ def launch_child(run_id: str, settings: Settings) -> subprocess.Popen[bytes]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # a server restart does not kill a run half-way
-        preexec_fn=lambda: os.nice(settings.lab_nice),  # grading and pages come first on the CPU
     )
 
 
