@@ -8,24 +8,12 @@ below 1 means ours is faster). transformers is a dev dependency (`pip install -e
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
-from collections.abc import Callable
 
 import torch
 
+from app.lab.experiments import median_ms
 from graders.reference.gpt2 import GPT2, GPT2Config
-
-
-def _median_ms(fn: Callable[[], object], repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
 
 
 def main(argv: list[str]) -> int:
@@ -62,13 +50,13 @@ def main(argv: list[str]) -> int:
         rows = [
             (
                 f"prefill of {args.prompt} tokens",
-                _median_ms(lambda: ours(prompt), args.repeats),
-                _median_ms(lambda: hf(prompt, use_cache=True), args.repeats),
+                median_ms(lambda: ours(prompt), args.repeats),
+                median_ms(lambda: hf(prompt, use_cache=True), args.repeats),
             ),
             (
                 f"one cached decode step after {args.prompt}",
-                _median_ms(lambda: ours(nxt, our_cache), args.repeats),
-                _median_ms(hf_step, args.repeats),
+                median_ms(lambda: ours(nxt, our_cache), args.repeats),
+                median_ms(hf_step, args.repeats),
             ),
         ]
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, {args.threads} thread(s)")

@@ -55,7 +55,8 @@ class Plan:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()}
 
 
-def _median_ms(fn: Callable[[], object], repeats: int) -> float:
+def median_ms(fn: Callable[[], object], repeats: int) -> float:
+    """Median wall time of `repeats` calls of fn, in ms, after one warm-up call."""
     fn()  # warm-up: first calls pay for allocation and kernel selection
     times = []
     for _ in range(repeats):
@@ -91,7 +92,7 @@ def prefill(model: GPT2, plan: Plan, progress: Progress) -> dict[str, Any]:
         def run(tokens: torch.Tensor = tokens) -> object:
             return model(tokens)
 
-        ms = _median_ms(run, plan.repeats)
+        ms = median_ms(run, plan.repeats)
         rows.append({"prompt_tokens": n, "ms": round(ms, 2), "seed_ms": SEED_PREFILL_MS.get(n)})
         progress((i + 1) / len(lengths), f"prefill of {n} tokens: {ms:.1f} ms")
     seed_points = [[n, ms] for n, ms in SEED_PREFILL_MS.items()] if _seed_applies(model) else []
@@ -121,8 +122,8 @@ def decode(model: GPT2, plan: Plan, progress: Progress) -> dict[str, Any]:
         def uncached(tokens: torch.Tensor = tokens) -> object:
             return model(tokens)  # recomputes all n + 1 positions for one new row of logits
 
-        with_cache = _median_ms(cached, plan.repeats)
-        without = _median_ms(uncached, plan.repeats)
+        with_cache = median_ms(cached, plan.repeats)
+        without = median_ms(uncached, plan.repeats)
         rows.append(
             {
                 "cached_tokens": n,
@@ -239,7 +240,7 @@ def batching(model: GPT2, plan: Plan, progress: Progress) -> dict[str, Any]:
         def step(nxt: torch.Tensor = nxt, cache: list[LayerCache] = cache) -> object:
             return model(nxt, cache)
 
-        ms = _median_ms(step, plan.repeats)
+        ms = median_ms(step, plan.repeats)
         rows.append({"batch": b, "step_ms": round(ms, 2), "tokens_per_s": round(b * 1000 / ms, 1)})
         progress((i + 1) / len(plan.batch_sizes), f"batch {b}: {ms:.1f} ms a step")
     return {
