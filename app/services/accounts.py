@@ -20,6 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, SQLModel, col, select
 
 from app.config import Settings
+from app.services.errors import ServiceError
 from app.models import (
     CardProgress,
     LabRun,
@@ -49,12 +50,13 @@ USER_TABLES: tuple[type[SQLModel], ...] = (
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
 
-class AccountError(Exception):
+class AccountError(ServiceError):
     """A sign-up or log-in the user can fix; `field` names the form field it is about."""
 
-    def __init__(self, message: str, field: str = "email") -> None:
-        super().__init__(message)
-        self.message, self.field = message, field
+    default_status = 422
+
+    def __init__(self, message: str, field: str = "email", status: int | None = None) -> None:
+        super().__init__(message, status, field)
 
 
 def normalize_email(email: str) -> str:

@@ -70,6 +70,7 @@ from app.content.catalog import Catalog
 from app.content.challenges import Challenge
 from app.models import Card, CardProgress, MockInterview, MockItem, Submission, Topic, User
 from app.services import numeric, scheduling
+from app.services.errors import ServiceError
 from app.services.grading import GradingQueue
 from app.services.quiz import build_choice, grade_choice
 
@@ -84,12 +85,8 @@ COMMON_SHARE = 0.25  # a word in more than this share of the cards is too common
 MOVED_ON = "That question was already answered, perhaps in another tab: the interview has moved on."
 
 
-class MockError(Exception):
+class MockError(ServiceError):
     """A request that does not fit the interview's state; `status` is the HTTP status to answer with."""
-
-    def __init__(self, message: str, status: int = 409) -> None:
-        super().__init__(message)
-        self.message, self.status = message, status
 
 
 @dataclass(frozen=True)

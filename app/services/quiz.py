@@ -24,6 +24,7 @@ from sqlmodel import Session, col, select
 from app.config import Settings
 from app.models import Card, CardProgress, QuizItem, QuizSession, User, utcnow
 from app.services import numeric, scheduling
+from app.services.errors import ServiceError
 
 KINDS = ("recall", "choice", "numeric")
 MODES = ("topics", "due", "weakest")
@@ -31,12 +32,8 @@ MAX_TYPED_ANSWER = 5000
 CHOICE_PROMPT = "Which of these belong in a strong answer? Tick every one that does."
 
 
-class QuizError(Exception):
+class QuizError(ServiceError):
     """A request that does not fit the quiz's state; `status` is the HTTP status to answer with."""
-
-    def __init__(self, message: str, status: int = 409) -> None:
-        super().__init__(message)
-        self.message, self.status = message, status
 
 
 @dataclass(frozen=True)
