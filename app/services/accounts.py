@@ -20,7 +20,6 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, SQLModel, col, select
 
 from app.config import Settings
-from app.services.errors import ServiceError
 from app.models import (
     CardProgress,
     LabRun,
@@ -33,6 +32,7 @@ from app.models import (
     User,
     utcnow,
 )
+from app.services.errors import ServiceError
 
 # Every table with a `user_id` column, children before parents (the order deletion needs).
 # tests/services/test_accounts.py fails when a table with a user_id is missing here.
