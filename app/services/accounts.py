@@ -54,6 +54,7 @@ class AccountError(ServiceError):
     """A sign-up or log-in the user can fix; `field` names the form field it is about."""
 
     default_status = 422
+    field: str  # always names a form field
 
     def __init__(self, message: str, field: str = "email", status: int | None = None) -> None:
         super().__init__(message, status, field)
