@@ -12,11 +12,11 @@ from playwright.sync_api import expect
 
 from app.services import numeric
 from tests.browser.conftest import screenshot
+from tests.browser.numeric_quiz import WIDTHS, start_numeric_quiz
 from tests.services.factories import catalog
 
 pytestmark = pytest.mark.browser
 
-WIDTHS = {"desktop": (1200, 900), "phone": (390, 844)}
 # What the two kinds declared for these cards ask: gqa_saving and kv_bytes_per_token.
 ON_SUBJECT = re.compile(r"grouped-query attention|KV cache does one token take")
 
@@ -27,17 +27,7 @@ def test_each_numeric_problem_is_labelled_with_a_card_it_fits(browser, live_serv
     fitting = {c.title for c in topic if numeric.kinds_for(c)}  # type: ignore[arg-type]
     assert fitting and "Converting a trained MHA checkpoint to GQA" not in fitting
 
-    w, h = WIDTHS[width]
-    context = browser.new_context(base_url=live_server, viewport={"width": w, "height": h})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    page.goto("/quiz")
-    form = page.get_by_role("form", name="Start a quiz")
-    form.get_by_label("MHA, MQA and GQA").check()
-    form.get_by_label("Recall").uncheck()
-    form.get_by_label("Multiple choice").uncheck()
-    form.get_by_label("Cards").fill("5")
-    form.get_by_role("button", name="Start the quiz").click()
+    context, page = start_numeric_quiz(browser, live_server, width, topic="MHA, MQA and GQA", cards=5)
     total = int(page.locator(".quiz-progress").inner_text().rsplit(" ", 1)[1])
     assert total == len(fitting)  # one problem per fitting card; the short quiz says so
     expect(page.locator(".flash")).to_contain_text(f"This quiz has {total} question")
