@@ -19,17 +19,16 @@ class FollowUp:
     question: str
     answer: str
 
-    def to_json(self) -> dict[str, str]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
 class WrongAnswer:
     answer: str
     why: str
 
-    def to_json(self) -> dict[str, str]:
-        return asdict(self)
+
+def as_json(part: FollowUp | WrongAnswer) -> dict[str, str]:
+    """A follow-up or wrong answer as the card file's JSON writes it (what payloads store)."""
+    return asdict(part)
 
 
 @dataclass(frozen=True)

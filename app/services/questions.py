@@ -28,7 +28,7 @@ from sqlmodel import Session, col, select
 
 from app.models import Card
 from app.services import numeric
-from app.services.card_content import content
+from app.services.card_content import as_json, content
 from app.services.errors import InvalidInput
 
 KINDS = ("recall", "choice", "numeric")
@@ -118,10 +118,10 @@ def build_choice(card: Card, topic_cards: Sequence[Card], rng: random.Random) ->
     key_points = list(content(card).key_points)
     n_correct = min(len(key_points), rng.choice([1, 2, 2, 3]))
     correct = rng.sample(key_points, n_correct)
-    own = [{**w.to_json(), "card_id": card.id} for w in content(card).wrong_answers]
+    own = [{**as_json(w), "card_id": card.id} for w in content(card).wrong_answers]
     rng.shuffle(own)
     others = [
-        {**w.to_json(), "card_id": c.id}
+        {**as_json(w), "card_id": c.id}
         for c in topic_cards
         if c.id != card.id
         for w in content(c).wrong_answers

@@ -37,7 +37,7 @@ from app.content.catalog import Catalog
 from app.content.challenges import Challenge
 from app.models import Card, CardProgress, MockInterview, MockItem, Submission, Topic, User
 from app.services import questions, scheduling
-from app.services.card_content import content
+from app.services.card_content import as_json, content
 from app.services.mock.deadline import running_mock
 from app.services.mock.interviews import MockError
 
@@ -192,7 +192,7 @@ def build_payload(
     *, card: Card, kind: str, rng: random.Random, topic_cards: Sequence[Card]
 ) -> dict[str, Any]:
     """What the item asks, frozen: the follow-up, and the numeric problem or the options."""
-    payload: dict[str, Any] = {"follow_up": rng.choice(content(card).follow_ups).to_json()}
+    payload: dict[str, Any] = {"follow_up": as_json(rng.choice(content(card).follow_ups))}
     if kind in ("numeric", "choice"):
         payload[kind] = questions.build(card=card, kind=kind, rng=rng, topic_cards=topic_cards)
     return payload
