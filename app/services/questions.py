@@ -207,3 +207,9 @@ def check_choice(question: dict[str, Any], picked: Iterable[int]) -> ChoiceCheck
 def picked_texts(question: dict[str, Any], picked: Iterable[int]) -> str:
     """The picked options' texts, as the answer a report quotes."""
     return "; ".join(question["options"][i]["text"] for i in sorted(picked))
+
+
+def check_numeric(question: dict[str, Any], value: str, unit: str | None) -> numeric.NumericCheck:
+    """Read the number and unit typed and compare them with the problem's answer, within its tolerance;
+    `given` is None when the text does not read as a number in the problem's units (ask again then)."""
+    return numeric.check_answer(question, value, unit)

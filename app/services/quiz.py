@@ -5,8 +5,12 @@
 - Multiple choice: some of the card's key points against distractors taken from the common
   wrong answers (the card's own first, then its topic's). A wrong pick shows why it is wrong
   and counts as Again; missing a right one is Hard; exactly the right ones is Good.
-- Numeric: a problem generated from a real model config (app/services/numeric.py), checked
-  with its unit and tolerance: right is Good, wrong is Again and shows the worked solution.
+- Numeric: a problem of a kind that fits the card, generated from a real model config
+  (app/services/numeric.py), checked with its unit and tolerance: right is Good, wrong is
+  Again and shows the worked solution.
+
+The questions are built and checked by app/services/questions.py, as for the mock interview;
+this module chooses the cards, freezes the quiz and rates.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from sqlmodel import Session, col, select
 
 from app.config import Settings
 from app.models import Card, CardProgress, QuizItem, QuizSession, User, utcnow
-from app.services import numeric, questions, scheduling
+from app.services import questions, scheduling
 from app.services.card_content import content
 from app.services.errors import ServiceError
 from app.services.questions import KINDS
@@ -265,7 +269,7 @@ def answer_item(
         item.response = {"picked": check.picked}
         item.correct = check.correct
     elif item.kind == "numeric":
-        result = numeric.check_answer(item.payload, value or "", unit)
+        result = questions.check_numeric(item.payload, value or "", unit)
         if result.given is None:
             # Not a number in a unit this question takes ("about 3 gigs", a size for a count):
             # nothing is graded or revealed; the page says why and asks again.

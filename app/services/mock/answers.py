@@ -12,7 +12,7 @@ from sqlmodel import Session, col
 
 from app.config import Settings
 from app.models import MockInterview, MockItem, Submission
-from app.services import numeric, questions
+from app.services import questions
 from app.services.grading import GradingQueue
 from app.services.mock.deadline import _close, ensure_running
 from app.services.mock.interviews import MOVED_ON, MockError, current_item, mock_items, phase
@@ -53,7 +53,7 @@ def answer(
     if step == "question":
         values = {"answered_at": now}
         if item.kind == "numeric":
-            check = numeric.check_answer(item.payload["numeric"], value or "", unit)
+            check = questions.check_numeric(item.payload["numeric"], value or "", unit)
             if (value or "").strip() and check.given is None:
                 # Unreadable as a number in this question's units: asked again, never graded.
                 raise MockError(check.message, 422)
