@@ -13,9 +13,11 @@ from __future__ import annotations
 import math
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
+from app.models import Card
 from app.services import numeric_serving
 from app.services.numeric_memory import (
     gqa_saving,
@@ -39,15 +41,20 @@ from app.services.numeric_question import (
 
 __all__ = [
     "BYTE_UNITS",
+    "FITS",
     "GENERATORS",
+    "Fit",
     "NumericCheck",
     "NumericQuestion",
     "TOPIC_GENERATORS",
     "check_answer",
     "config_json",
+    "fits",
     "generate",
+    "generate_for",
     "gqa_saving",
     "has_numeric",
+    "kinds_for",
     "kv_bytes_per_token",
     "kv_cache_size",
     "naive_vs_cached",
@@ -73,31 +80,83 @@ GENERATORS: dict[str, Callable[[random.Random], NumericQuestion]] = {
     "cost_per_million_tokens": numeric_serving.cost_per_million_tokens,
 }
 
-# Topics whose cards can be asked as a numeric question, and the generators that fit each.
-TOPIC_GENERATORS: dict[str, tuple[str, ...]] = {
-    "kv-memory": ("kv_bytes_per_token", "kv_cache_size", "sequences_that_fit"),
-    "mha-mqa-gqa": ("gqa_saving", "kv_bytes_per_token"),
-    "quadratic-attention": ("score_matrix",),
-    "naive-vs-cached": ("naive_vs_cached",),
-    "batching-throughput": ("sequences_that_fit", "crossover_batch"),
-    "cache-levers": ("kv_cache_size", "gqa_saving", "quantized_kv_cache"),
-    "prefill-vs-decode": ("min_decode_latency",),
-    "roofline": ("min_decode_latency", "ridge_point", "crossover_batch"),
-    "quantization": ("quantized_kv_cache", "min_decode_latency"),
-    "mla": ("mla_kv_cache",),
-    "parallelism": ("tp_cache_per_gpu",),
-    "speculative-decoding": ("speculative_tokens",),
-    "serving-metrics": ("cost_per_million_tokens",),
+
+@dataclass(frozen=True)
+class Fit:
+    """The cards a kind of problem belongs to: cards of these topics and, when `tags` is set, only
+    those with at least one of the tags (a topic's cards are not all about the number: the GQA
+    topic's card on uptraining a checkpoint has nothing to do with the memory GQA saves)."""
+
+    topics: tuple[str, ...]
+    tags: frozenset[str] = frozenset()
+
+    def fits(self, topic: str, tags: Iterable[str]) -> bool:
+        return topic in self.topics and (not self.tags or not self.tags.isdisjoint(tags))
+
+
+def _fit(*topics: str, tags: Iterable[str] = ()) -> Fit:
+    return Fit(topics, frozenset(tags))
+
+
+# Every kind says which cards it may be asked on; a card no kind fits is asked as recall or choice.
+FITS: dict[str, Fit] = {
+    "kv_bytes_per_token": _fit("kv-memory", "mha-mqa-gqa", tags=["kv-cache"]),
+    "kv_cache_size": _fit("kv-memory", "cache-levers", tags=["memory", "capacity-planning", "long-context"]),
+    "sequences_that_fit": _fit(
+        "kv-memory", "batching-throughput", tags=["kv-cache", "memory", "capacity-planning"]
+    ),
+    "gqa_saving": _fit("mha-mqa-gqa", "cache-levers", tags=["kv-cache"]),
+    "score_matrix": _fit("quadratic-attention"),
+    "naive_vs_cached": _fit("naive-vs-cached", tags=["complexity"]),
+    "min_decode_latency": _fit(
+        "prefill-vs-decode",
+        "roofline",
+        "quantization",
+        tags=["decode", "memory-bandwidth", "latency", "tpot", "weight-only"],
+    ),
+    "ridge_point": _fit("roofline"),
+    "crossover_batch": _fit("batching-throughput", "roofline", tags=["roofline", "memory-bandwidth"]),
+    "quantized_kv_cache": _fit("cache-levers", "quantization", tags=["kv-cache", "scales"]),
+    "mla_kv_cache": _fit("mla", tags=["kv-cache"]),
+    "tp_cache_per_gpu": _fit("parallelism", tags=["kv-cache", "tensor-parallelism"]),
+    "speculative_tokens": _fit("speculative-decoding"),
+    "cost_per_million_tokens": _fit("serving-metrics", tags=["cost", "throughput", "capacity-planning"]),
 }
+
+# Topics some of whose cards can be asked as a numeric question, and the kinds declared for each.
+TOPIC_GENERATORS: dict[str, tuple[str, ...]] = {}
+for _name, _declared in FITS.items():
+    for _topic in _declared.topics:
+        TOPIC_GENERATORS[_topic] = (*TOPIC_GENERATORS.get(_topic, ()), _name)
 
 
 def has_numeric(topic: str) -> bool:
+    """Whether some card of this topic can be asked as a numeric problem."""
     return topic in TOPIC_GENERATORS
 
 
+def kinds_for(card: Card) -> tuple[str, ...]:
+    """The kinds of numeric problem that belong to this card: () when none does."""
+    return tuple(
+        name for name in TOPIC_GENERATORS.get(card.topic, ()) if FITS[name].fits(card.topic, card.tags)
+    )
+
+
+def fits(card: Card) -> bool:
+    return bool(kinds_for(card))
+
+
 def generate(topic: str, rng: random.Random) -> NumericQuestion | None:
-    """A numeric question for a card of this topic, or None when the topic has none."""
+    """A numeric question of some kind declared for this topic, or None when the topic has none."""
     names = TOPIC_GENERATORS.get(topic)
+    if not names:
+        return None
+    return GENERATORS[rng.choice(names)](rng)
+
+
+def generate_for(card: Card, rng: random.Random) -> NumericQuestion | None:
+    """A numeric question that belongs to this card, or None when no kind fits it."""
+    names = kinds_for(card)
     if not names:
         return None
     return GENERATORS[rng.choice(names)](rng)

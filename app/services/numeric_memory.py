@@ -10,7 +10,14 @@ from __future__ import annotations
 import random
 
 from app.content.figures import GPU_80GB_BYTES, MODELS, ModelShape, naive_vs_cached_work
-from app.services.numeric_question import DTYPES, NumericQuestion, _bytes, config_json
+from app.services.numeric_question import (
+    DTYPES,
+    NumericQuestion,
+    _bytes,
+    config_json,
+    count_question,
+    memory_question,
+)
 
 
 def _dtype(rng: random.Random, model: ModelShape) -> tuple[str, int]:
@@ -35,14 +42,13 @@ def kv_bytes_per_token(rng: random.Random) -> NumericQuestion:
     model = MODELS[rng.choice(list(MODELS))]
     dtype, bpe = _dtype(rng, model)
     answer = _per_token(model, model.kv_heads, bpe)
-    return NumericQuestion(
+    return memory_question(
         generator="kv_bytes_per_token",
         prompt=(
             f"How much KV cache does **one token** take in **{model.name}**, over all layers, "
             f"with the cache stored in **{dtype}** ({bpe} byte{'s' if bpe > 1 else ''} per number)?"
         ),
         answer=answer,
-        dimension="bytes",
         unit="KiB",
         units=["bytes", "KiB", "MiB", "KB", "MB"],
         tolerance=0.005,
@@ -53,7 +59,6 @@ def kv_bytes_per_token(rng: random.Random) -> NumericQuestion:
             f"2 x {model.layers} x {model.kv_heads} x {model.head_dim} x {bpe} = {answer:,} bytes "
             f"= {_bytes(answer, 'KiB')}.",
         ],
-        answer_text=_bytes(answer, "KiB"),
         config=config_json(model),
     )
 
@@ -65,7 +70,7 @@ def kv_cache_size(rng: random.Random) -> NumericQuestion:
     seq_len, batch = rng.choice(lengths), rng.choice([1, 4, 8, 16, 32, 64])
     per_token = _per_token(model, model.kv_heads, bpe)
     answer = per_token * seq_len * batch
-    return NumericQuestion(
+    return memory_question(
         generator="kv_cache_size",
         prompt=(
             f"**{model.name}** serves a batch of **{batch}** sequence{'s' if batch > 1 else ''}, each "
@@ -73,10 +78,7 @@ def kv_cache_size(rng: random.Random) -> NumericQuestion:
             "whole cache take? Answer in GiB (or say which unit you use)."
         ),
         answer=answer,
-        dimension="bytes",
-        unit="GiB",
         units=["GiB", "GB", "MiB", "MB", "TiB"],
-        tolerance=0.01,
         solution=[
             *_shape_steps(model),
             f"Per token: 2 x {model.layers} x {model.kv_heads} x {model.head_dim} x {bpe} "
@@ -85,7 +87,6 @@ def kv_cache_size(rng: random.Random) -> NumericQuestion:
             f"In binary units: {answer:,} / 2^30 = {_bytes(answer, 'GiB')} "
             f"(in decimal units {_bytes(answer, 'GB')}).",
         ],
-        answer_text=_bytes(answer, "GiB"),
         config=config_json(model),
     )
 
@@ -99,7 +100,7 @@ def sequences_that_fit(rng: random.Random) -> NumericQuestion:
     per_seq = model.kv_bytes(seq_len)  # fp16
     free = GPU_80GB_BYTES - weights
     answer = free // per_seq
-    return NumericQuestion(
+    return count_question(
         generator="sequences_that_fit",
         prompt=(
             f"**{model.name}** ({params:,} parameters) runs in **fp16** on one **80 GB** GPU "
@@ -108,10 +109,7 @@ def sequences_that_fit(rng: random.Random) -> NumericQuestion:
             "Give a whole number of sequences."
         ),
         answer=answer,
-        dimension="count",
         unit="sequences",
-        units=["sequences"],
-        tolerance=0.0,
         solution=[
             *_shape_steps(model),
             f"Weights: {params:,} parameters x 2 bytes = {weights:,} bytes ({_bytes(weights, 'GiB')}).",
@@ -120,7 +118,6 @@ def sequences_that_fit(rng: random.Random) -> NumericQuestion:
             f"{seq_len:,} = {per_seq:,} bytes ({_bytes(per_seq, 'GiB')}).",
             f"{free:,} / {per_seq:,} = {free / per_seq:.2f}, so **{answer:,}** whole sequences fit.",
         ],
-        answer_text=f"{answer:,} sequences",
         config=config_json(model),
     )
 
@@ -138,17 +135,14 @@ def gqa_saving(rng: random.Random) -> NumericQuestion:
         f"query head, {model.q_heads}: {group} times as much.",
     ]
     if rng.random() < 0.5:
-        return NumericQuestion(
+        return count_question(
             generator="gqa_saving",
             prompt=(
                 f"**{model.name}** uses grouped-query attention. By what factor is its KV cache smaller "
                 "than the cache of the same model with full multi-head attention?"
             ),
             answer=group,
-            dimension="count",
             unit="x",
-            units=["x"],
-            tolerance=0.0,
             solution=[
                 *steps,
                 f"The factor is query heads / key-value heads = {model.q_heads} / "
@@ -158,7 +152,7 @@ def gqa_saving(rng: random.Random) -> NumericQuestion:
             config=config_json(model),
         )
     saved = mha - gqa
-    return NumericQuestion(
+    return memory_question(
         generator="gqa_saving",
         prompt=(
             f"**{model.name}** uses grouped-query attention. For a batch of **{batch}** sequence"
@@ -166,10 +160,6 @@ def gqa_saving(rng: random.Random) -> NumericQuestion:
             "does GQA save compared with the same model using full multi-head attention? Answer in GiB."
         ),
         answer=saved,
-        dimension="bytes",
-        unit="GiB",
-        units=["GiB", "GB", "MiB", "MB"],
-        tolerance=0.01,
         solution=[
             *steps,
             f"MHA: 2 x {model.layers} x {model.q_heads} x {model.head_dim} x 2 x {seq_len:,} x {batch} "
@@ -178,7 +168,6 @@ def gqa_saving(rng: random.Random) -> NumericQuestion:
             f"= {gqa:,} bytes ({_bytes(gqa, 'GiB')}).",
             f"Saved: {mha:,} - {gqa:,} = {saved:,} bytes = **{_bytes(saved, 'GiB')}**.",
         ],
-        answer_text=_bytes(saved, "GiB"),
         config=config_json(model),
     )
 
@@ -188,27 +177,23 @@ def score_matrix(rng: random.Random) -> NumericQuestion:
     seq_len = rng.choice([1024, 2048, 4096, 8192, 32768])
     if rng.random() < 0.4:
         answer = seq_len * seq_len
-        return NumericQuestion(
+        return count_question(
             generator="score_matrix",
             prompt=(
                 f"A naive attention kernel materialises the full score matrix `Q K^T`. For **one head** "
                 f"and **{seq_len:,} tokens**, how many entries does that matrix have (masked ones included)?"
             ),
             answer=answer,
-            dimension="count",
             unit="entries",
-            units=["entries"],
-            tolerance=0.0,
             solution=[
                 "One score per (query, key) pair: an n x n matrix per head; the causal mask does not "
                 "shrink the stored matrix.",
                 f"{seq_len:,} x {seq_len:,} = **{answer:,}** entries.",
             ],
-            answer_text=f"{answer:,} entries",
         )
     dtype, bpe = _dtype(rng, model)
     answer = model.q_heads * seq_len * seq_len * bpe
-    return NumericQuestion(
+    return memory_question(
         generator="score_matrix",
         prompt=(
             f"A naive attention kernel materialises the full score matrix of every head. For one layer of "
@@ -216,17 +201,14 @@ def score_matrix(rng: random.Random) -> NumericQuestion:
             "memory do the score matrices of all its query heads take? Answer in MiB or GiB."
         ),
         answer=answer,
-        dimension="bytes",
         unit="GiB" if answer >= 2**30 else "MiB",
         units=["MiB", "GiB", "MB", "GB"],
-        tolerance=0.01,
         solution=[
             f"From the config: {model.q_heads} query heads; every head has its own n x n score matrix.",
             f"{model.q_heads} x {seq_len:,} x {seq_len:,} x {bpe} bytes = {answer:,} bytes "
             f"= {_bytes(answer, 'MiB')} = {_bytes(answer, 'GiB')}.",
             "FlashAttention never stores this matrix; the compute stays quadratic.",
         ],
-        answer_text=_bytes(answer, "GiB" if answer >= 2**30 else "MiB"),
         config=config_json(model),
     )
 
@@ -257,7 +239,7 @@ def naive_vs_cached(rng: random.Random) -> NumericQuestion:
             f"Prefill {prompt_len} x {prompt_len} = {prompt_len**2:,}, plus one row of t scores for each "
             f"decode step, t = {prompt_len + 1} .. {prompt_len + n_new}: total **{answer:,}**."
         ]
-    return NumericQuestion(
+    return count_question(
         generator="naive_vs_cached",
         prompt=(
             f"A one-layer model gets a **{prompt_len}-token prompt** and generates **{n_new} new tokens**. "
@@ -269,10 +251,7 @@ def naive_vs_cached(rng: random.Random) -> NumericQuestion:
             f"How many **{what}** does the **{loop}** compute?"
         ),
         answer=answer,
-        dimension="count",
         unit=unit,
-        units=[unit],
-        tolerance=0.0,
         solution=[
             "Naive: every step recomputes every earlier token, 3t projections and t^2 scores at length t.",
             "Cached: the prompt is projected and scored once; each step adds 3 projections and one row "
@@ -281,5 +260,4 @@ def naive_vs_cached(rng: random.Random) -> NumericQuestion:
             f"For comparison: naive {work['naive_proj']:,} projections and {work['naive_scores']:,} scores; "
             f"cached {work['cached_proj']:,} projections and {work['cached_scores']:,} scores.",
         ],
-        answer_text=f"{answer:,} {unit}",
     )

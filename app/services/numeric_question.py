@@ -7,6 +7,7 @@ seconds, FLOP/byte, or a plain count; the unit is part of the check.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -93,6 +94,65 @@ def _bytes(value: float, unit: str) -> str:
     """2 decimals from 1 up, 3 significant digits below: always within the 1% tolerance."""
     scaled = value / BYTE_UNITS[unit]
     return f"{scaled:,.2f} {unit}" if scaled >= 1 else f"{scaled:.3g} {unit}"
+
+
+# The units a memory answer may be given in, unless a problem says otherwise.
+MEMORY_UNITS = ("GiB", "GB", "MiB", "MB")
+
+
+def memory_question(
+    *,
+    generator: str,
+    prompt: str,
+    answer: float,
+    solution: list[str],
+    unit: str = "GiB",
+    units: Sequence[str] = MEMORY_UNITS,
+    tolerance: float = 0.01,
+    config: dict[str, Any] | None = None,
+) -> NumericQuestion:
+    """A problem whose answer is an amount of memory (in bytes), stated in `unit` as a person would."""
+    return NumericQuestion(
+        generator=generator,
+        prompt=prompt,
+        answer=answer,
+        dimension="bytes",
+        unit=unit,
+        units=list(units),
+        tolerance=tolerance,
+        solution=solution,
+        answer_text=_bytes(answer, unit),
+        config=config or {},
+    )
+
+
+def count_question(
+    *,
+    generator: str,
+    prompt: str,
+    answer: float,
+    unit: str,
+    solution: list[str],
+    answer_text: str | None = None,
+    tolerance: float = 0.0,
+    abs_tolerance: float = 0.0,
+    config: dict[str, Any] | None = None,
+) -> NumericQuestion:
+    """A problem whose answer is a plain count labelled `unit` ("sequences", "x"): exact unless a
+    tolerance is given."""
+    return NumericQuestion(
+        generator=generator,
+        prompt=prompt,
+        answer=answer,
+        dimension="count",
+        unit=unit,
+        units=[unit],
+        tolerance=tolerance,
+        abs_tolerance=abs_tolerance,
+        solution=solution,
+        answer_text=answer_text if answer_text is not None else f"{_n(answer)} {unit}",
+        config=config or {},
+    )
 
 
 def config_json(model: ModelShape) -> dict[str, Any]:

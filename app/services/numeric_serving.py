@@ -21,7 +21,13 @@ from app.content import inference_math as im
 from app.content.figures import DEEPSEEK_V3, LATER_MODELS, LLAMA2_7B, LLAMA2_70B, LLAMA3_8B, ModelShape
 from app.content.figures_hardware import BATCH1_MODELS
 from app.content.hardware import GPU, GPUS
-from app.services.numeric_question import NumericQuestion, _bytes, config_json
+from app.services.numeric_question import (
+    NumericQuestion,
+    _bytes,
+    config_json,
+    count_question,
+    memory_question,
+)
 
 WEIGHT_DTYPES = {"bf16": 2.0, "int8": 1.0, "int4": 0.5}
 
@@ -130,7 +136,7 @@ def crossover_batch(rng: random.Random) -> NumericQuestion:
     dtype = rng.choice(list(WEIGHT_DTYPES))
     bpp = WEIGHT_DTYPES[dtype]
     answer = im.crossover_batch(gpu, bpp)
-    return NumericQuestion(
+    return count_question(
         generator="crossover_batch",
         prompt=(
             f"A dense model's weights are stored in **{dtype}** ({bpp:g} byte{'' if bpp == 1 else 's'} per "
@@ -140,9 +146,7 @@ def crossover_batch(rng: random.Random) -> NumericQuestion:
             "step stop being memory-bound?"
         ),
         answer=answer,
-        dimension="count",
         unit="sequences",
-        units=["sequences"],
         tolerance=0.02,
         abs_tolerance=1.0,
         solution=[
@@ -180,7 +184,7 @@ def quantized_kv_cache(rng: random.Random) -> NumericQuestion:
     answer = per_token * tokens * batch
     fp16 = model.kv_bytes(tokens, batch)
     elements = 2 * model.layers * model.kv_heads * model.head_dim
-    return NumericQuestion(
+    return memory_question(
         generator="quantized_kv_cache",
         prompt=(
             f"**{model.name}** ({_shape_line(model)}) stores its KV cache in **int{bits}**, with one **fp16 "
@@ -189,10 +193,6 @@ def quantized_kv_cache(rng: random.Random) -> NumericQuestion:
             f"{'s' if batch > 1 else ''} of **{tokens:,} tokens** take? Answer in GiB."
         ),
         answer=answer,
-        dimension="bytes",
-        unit="GiB",
-        units=["GiB", "GB", "MiB", "MB"],
-        tolerance=0.01,
         solution=[
             f"Elements per token: 2 x {model.layers} x {model.kv_heads} x {model.head_dim} = {elements:,}.",
             f"Payload: {elements:,} x {bits} / 8 = {elements * bits // 8:,} bytes; scales: {elements:,} / "
@@ -202,7 +202,6 @@ def quantized_kv_cache(rng: random.Random) -> NumericQuestion:
             f"The fp16 cache would be {_bytes(fp16, 'GiB')}: {fp16 / answer:.2f}x larger (not exactly "
             f"{16 // bits}x, because of the scales).",
         ],
-        answer_text=_bytes(answer, "GiB"),
         config=config_json(model),
     )
 
@@ -214,7 +213,7 @@ def mla_kv_cache(rng: random.Random) -> NumericQuestion:
     answer = per_token * tokens * batch
     key_width = v3.qk_nope_head_dim + v3.qk_rope_head_dim
     mha_per_token = v3.layers * v3.q_heads * (key_width + v3.v_head_dim) * 2
-    return NumericQuestion(
+    return memory_question(
         generator="mla_kv_cache",
         prompt=(
             f"**{v3.name}** uses multi-head latent attention: per layer and token it caches one compressed "
@@ -225,10 +224,6 @@ def mla_kv_cache(rng: random.Random) -> NumericQuestion:
             "in GiB."
         ),
         answer=answer,
-        dimension="bytes",
-        unit="GiB",
-        units=["GiB", "GB", "MiB", "MB"],
-        tolerance=0.01,
         solution=[
             f"Per token and layer: {v3.kv_lora_rank} + {v3.qk_rope_head_dim} = "
             f"{v3.kv_lora_rank + v3.qk_rope_head_dim} numbers (no separate K and V, no per-head copies).",
@@ -239,7 +234,6 @@ def mla_kv_cache(rng: random.Random) -> NumericQuestion:
             "heads "
             f"would take {mha_per_token:,} bytes per token, {mha_per_token / per_token:.0f}x more.",
         ],
-        answer_text=_bytes(answer, "GiB"),
         config={
             "num_hidden_layers": v3.layers,
             "kv_lora_rank": v3.kv_lora_rank,
@@ -269,7 +263,7 @@ def tp_cache_per_gpu(rng: random.Random) -> NumericQuestion:
             f"{tp} GPUs but only {model.kv_heads} key-value heads: each head is replicated on "
             f"{tp // model.kv_heads} GPUs, so every GPU still holds 1 (the cache per GPU stops shrinking)."
         )
-    return NumericQuestion(
+    return memory_question(
         generator="tp_cache_per_gpu",
         prompt=(
             f"**{model.name}** ({_shape_line(model)}) is served with **tensor parallelism over {tp} GPUs**, "
@@ -278,10 +272,6 @@ def tp_cache_per_gpu(rng: random.Random) -> NumericQuestion:
             f"**{batch}** sequence{'s' if batch > 1 else ''} of **{tokens:,} tokens**? Answer in GiB."
         ),
         answer=answer,
-        dimension="bytes",
-        unit="GiB",
-        units=["GiB", "GB", "MiB", "MB"],
-        tolerance=0.01,
         solution=[
             "Tensor parallelism gives each GPU a slice of the heads, and each GPU caches the keys and values "
             "of its own key-value heads, for every layer.",
@@ -290,7 +280,6 @@ def tp_cache_per_gpu(rng: random.Random) -> NumericQuestion:
             f"{answer:,} bytes = **{_bytes(answer, 'GiB')}**.",
             f"The whole cache is {_bytes(model.kv_bytes(tokens, batch), 'GiB')}.",
         ],
-        answer_text=_bytes(answer, "GiB"),
         config=config_json(model),
     )
 
@@ -299,7 +288,7 @@ def speculative_tokens(rng: random.Random) -> NumericQuestion:
     alpha = rng.choice([0.5, 0.6, 0.7, 0.8, 0.9])
     gamma = rng.choice([2, 3, 4, 5, 7])
     answer = im.speculative_expected_tokens(alpha, gamma)
-    return NumericQuestion(
+    return count_question(
         generator="speculative_tokens",
         prompt=(
             f"In speculative decoding a draft model proposes **gamma = {gamma}** tokens per round and the "
@@ -310,9 +299,7 @@ def speculative_tokens(rng: random.Random) -> NumericQuestion:
             "token the target adds)?"
         ),
         answer=answer,
-        dimension="count",
         unit="tokens",
-        units=["tokens"],
         tolerance=0.01,
         solution=[
             "The round yields k + 1 tokens when the first k drafts are accepted and the next is rejected "
@@ -337,7 +324,7 @@ def cost_per_million_tokens(rng: random.Random) -> NumericQuestion:
     step = im.min_time_per_token(weights, batch * cache, gpu)
     throughput = round(batch / step * 0.6, -1)  # a stated, realistic 60% of the bandwidth bound
     answer = im.cost_per_million_tokens(price, throughput)
-    return NumericQuestion(
+    return count_question(
         generator="cost_per_million_tokens",
         prompt=(
             f"Llama-3-8B runs on one **{gpu.name}** rented at **${price:.2f} per hour**, and the server "
@@ -346,9 +333,7 @@ def cost_per_million_tokens(rng: random.Random) -> NumericQuestion:
             "the clock. What does a million output tokens cost, in dollars?"
         ),
         answer=answer,
-        dimension="count",
         unit="dollars",
-        units=["dollars"],
         tolerance=0.01,
         solution=[
             f"Tokens per hour: {throughput:,.0f} x 3,600 = {throughput * 3600:,.0f}.",

@@ -5,8 +5,12 @@
 - Multiple choice: some of the card's key points against distractors taken from the common
   wrong answers (the card's own first, then its topic's). A wrong pick shows why it is wrong
   and counts as Again; missing a right one is Hard; exactly the right ones is Good.
-- Numeric: a problem generated from a real model config (app/services/numeric.py), checked
-  with its unit and tolerance: right is Good, wrong is Again and shows the worked solution.
+- Numeric: a problem of a kind that fits the card, generated from a real model config
+  (app/services/numeric.py), checked with its unit and tolerance: right is Good, wrong is
+  Again and shows the worked solution.
+
+The questions are built and checked by app/services/questions.py, as for the mock interview;
+this module chooses the cards, freezes the quiz and rates.
 """
 
 from __future__ import annotations
@@ -23,13 +27,13 @@ from sqlmodel import Session, col, select
 
 from app.config import Settings
 from app.models import Card, CardProgress, QuizItem, QuizSession, User, utcnow
-from app.services import numeric, scheduling
+from app.services import questions, scheduling
+from app.services.card_content import content
 from app.services.errors import ServiceError
+from app.services.questions import KINDS
 
-KINDS = ("recall", "choice", "numeric")
 MODES = ("topics", "due", "weakest")
 MAX_TYPED_ANSWER = 5000
-CHOICE_PROMPT = "Which of these belong in a strong answer? Tick every one that does."
 
 
 class QuizError(ServiceError):
@@ -50,14 +54,9 @@ class QuizSpec:
 
 
 def _pool(*, session: Session, spec: QuizSpec) -> list[Card]:
-    query = select(Card).where(col(Card.retired).is_(False))
-    if spec.topics:
-        query = query.where(col(Card.topic).in_(list(spec.topics)))
-    if spec.difficulty:
-        query = query.where(Card.difficulty == spec.difficulty)
-    cards = list(session.exec(query).all())
+    cards = questions.live_cards(session=session, topics=spec.topics, difficulty=spec.difficulty)
     if set(spec.kinds) == {"numeric"}:
-        cards = [c for c in cards if numeric.has_numeric(c.topic)]
+        cards = [c for c in cards if questions.fits(c, "numeric")]
     return cards
 
 
@@ -106,76 +105,11 @@ def select_cards(
     return (due + unseen + later)[: spec.size]
 
 
-def assign_kinds(cards: Sequence[Card], kinds: Sequence[str]) -> list[str]:
-    """Cycle through the chosen kinds; a card without a numeric problem takes the next kind.
-
-    Then every chosen kind that some card could take but none got replaces a repeated kind,
-    so a short mixed quiz still has one of each.
-    """
-    cycle = [k for k in KINDS if k in kinds] or ["recall"]
-
-    def fits(card: Card, kind: str) -> bool:
-        return kind != "numeric" or numeric.has_numeric(card.topic)
-
-    out: list[str] = []
-    for i, card in enumerate(cards):
-        options = [cycle[(i + j) % len(cycle)] for j in range(len(cycle))]
-        out.append(next((k for k in options if fits(card, k)), "recall"))
-    for kind in cycle:
-        if kind in out:
-            continue
-        for i in reversed(range(len(cards))):
-            if fits(cards[i], kind) and out.count(out[i]) > 1:
-                out[i] = kind
-                break
-    return out
-
-
-# --- building questions ----------------------------------------------------------------------------
-
-
-def _unquote(text: str) -> str:
-    text = text.strip()
-    for left, right in (('"', '"'), ("\u201c", "\u201d")):
-        if len(text) > 1 and text.startswith(left) and text.endswith(right):
-            return text[1:-1].strip()
-    return text
-
-
-def build_choice(card: Card, topic_cards: Sequence[Card], rng: random.Random) -> dict[str, Any]:
-    key_points: list[str] = card.data["key_points"]
-    n_correct = min(len(key_points), rng.choice([1, 2, 2, 3]))
-    correct = rng.sample(key_points, n_correct)
-    own = list(card.data["wrong_answers"])
-    rng.shuffle(own)
-    others = [{**w, "card_id": c.id} for c in topic_cards if c.id != card.id for w in c.data["wrong_answers"]]
-    rng.shuffle(others)
-    n_wrong = max(1, min(3, 5 - n_correct))
-    wrong = ([{**w, "card_id": card.id} for w in own] + others)[:n_wrong]
-    options: list[dict[str, Any]] = [{"text": kp, "correct": True, "why": None} for kp in correct]
-    options += [
-        {"text": _unquote(w["answer"]), "correct": False, "why": w["why"], "card_id": w["card_id"]}
-        for w in wrong
-    ]
-    rng.shuffle(options)
-    return {"prompt": CHOICE_PROMPT, "options": options}
-
-
-def build_payload(
-    *, card: Card, kind: str, rng: random.Random, topic_cards: Sequence[Card]
-) -> dict[str, Any]:
-    if kind == "choice":
-        return build_choice(card, topic_cards, rng)
-    if kind == "numeric":
-        question = numeric.generate(card.topic, rng)
-        if question is None:
-            raise ValueError(f"topic {card.topic!r} has no numeric questions")
-        return question.to_payload()
-    return {}
-
-
-# Draws of a topic's numeric problem before giving up on a new one for this quiz.
-NUMERIC_REDRAWS = 12
+# The kinds each card is asked as, and the questions themselves: app/services/questions.py.
+assign_kinds = questions.cycle_kinds
+build_choice = questions.build_choice
+grade_choice = questions.grade_choice
+_unquote = questions.unquote
 
 
 def start_quiz(
@@ -198,28 +132,19 @@ def start_quiz(
             raise QuizError("Nothing is due right now. Start a quiz by topic, or come back later.", 422)
         raise QuizError("No card matches those choices.", 422)
     rng = random.Random(spec.seed if spec.seed is not None else secrets.randbits(64))
-    by_topic: dict[str, list[Card]] = {}
-    for c in session.exec(select(Card).where(col(Card.retired).is_(False))).all():
-        by_topic.setdefault(c.topic, []).append(c)
+    by_topic = questions.cards_by_topic(session=session)
     planned: list[tuple[Card, str, dict[str, Any]]] = []
     prompts: set[str] = set()  # numeric problems already in this quiz: none is asked twice
     for card, kind in zip(cards, assign_kinds(cards, kinds), strict=True):
-        payload = build_payload(card=card, kind=kind, rng=rng, topic_cards=by_topic.get(card.topic, []))
         if kind == "numeric":
-            for _ in range(NUMERIC_REDRAWS):
-                if payload["prompt"] not in prompts:
-                    break
-                payload = build_payload(card=card, kind=kind, rng=rng, topic_cards=[])
-            if payload["prompt"] in prompts:
-                other = next((k for k in kinds if k != "numeric"), None)
-                if other is None:
-                    continue  # only numeric asked, and this topic has no new problem left
-                kind = other
-                payload = build_payload(
-                    card=card, kind=kind, rng=rng, topic_cards=by_topic.get(card.topic, [])
-                )
-            else:
-                prompts.add(payload["prompt"])
+            problem = questions.build_numeric(card, rng, prompts)
+            if problem is not None:
+                planned.append((card, kind, problem))
+                continue
+            kind = next((k for k in kinds if k != "numeric"), "")
+            if not kind:
+                continue  # only numeric asked, and this card has no new problem left
+        payload = questions.build(card=card, kind=kind, rng=rng, topic_cards=by_topic.get(card.topic, []))
         planned.append((card, kind, payload))
     quiz = QuizSession(
         user_id=user.id,
@@ -316,17 +241,6 @@ def _rate(
             session.add(quiz)
 
 
-def grade_choice(payload: dict[str, Any], picked: set[int]) -> Rating:
-    options = payload["options"]
-    if any(not options[i]["correct"] for i in picked):
-        return Rating.Again
-    if not picked:
-        return Rating.Again
-    if any(o["correct"] and i not in picked for i, o in enumerate(options)):
-        return Rating.Hard
-    return Rating.Good
-
-
 def answer_item(
     *,
     session: Session,
@@ -347,15 +261,15 @@ def answer_item(
     if item.kind == "recall":
         item.response = {"answer": (text or "").strip()[:MAX_TYPED_ANSWER]}
     elif item.kind == "choice":
-        options = item.payload["options"]
-        chosen = set(picked)
-        if any(not 0 <= i < len(options) for i in chosen):
-            raise QuizError("No such option", 422)
-        rating = grade_choice(item.payload, chosen)
-        item.response = {"picked": sorted(chosen)}
-        item.correct = rating == Rating.Good
+        try:
+            check = questions.check_choice(item.payload, picked)
+        except questions.NoSuchOption as exc:
+            raise QuizError(exc.message, exc.status, exc.field) from None
+        rating = check.rating
+        item.response = {"picked": check.picked}
+        item.correct = check.correct
     elif item.kind == "numeric":
-        result = numeric.check_answer(item.payload, value or "", unit)
+        result = questions.check_numeric(item.payload, value or "", unit)
         if result.given is None:
             # Not a number in a unit this question takes ("about 3 gigs", a size for a count):
             # nothing is graded or revealed; the page says why and asks again.
@@ -391,7 +305,7 @@ def rate_item(
     if item.rated_at is not None:
         raise QuizError("This question is already rated")
     card = session.get(Card, item.card_id)
-    n_points = len(card.data["key_points"]) if card else 0
+    n_points = len(content(card).key_points) if card else 0
     ticked = sorted({i for i in key_points if 0 <= i < n_points})
     item.response = {**(item.response or {}), "key_points": ticked}
     _rate(session=session, user=user, item=item, rating=rating, settings=settings, now=now)
@@ -414,7 +328,7 @@ def item_view(item: QuizItem, card: Card) -> dict[str, Any]:
         "kind": item.kind,
         "state": state,
         "card": {"id": card.id, "title": card.title, "topic": card.topic, "difficulty": card.difficulty},
-        "question": card.data["question"],
+        "question": content(card).question,
     }
     payload = item.payload
     if item.kind == "choice":
@@ -430,7 +344,7 @@ def item_view(item: QuizItem, card: Card) -> dict[str, Any]:
         return view
     view["response"] = item.response
     view["correct"] = item.correct
-    view["key_points"] = card.data["key_points"]
+    view["key_points"] = list(content(card).key_points)
     if item.kind == "choice":
         view["options"] = [
             {"index": i, "text": o["text"], "correct": o["correct"], "why": o["why"]}

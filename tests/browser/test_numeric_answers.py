@@ -11,25 +11,16 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import screenshot
+from tests.browser.numeric_quiz import WIDTHS, start_numeric_quiz
 
 pytestmark = pytest.mark.browser
-
-WIDTHS = {"desktop": (1200, 900), "phone": (390, 844)}
 
 
 @pytest.mark.parametrize("width", list(WIDTHS))
 def test_unreadable_numeric_answer_is_asked_again(browser, live_server: str, width: str) -> None:  # type: ignore[no-untyped-def]
-    w, h = WIDTHS[width]
-    context = browser.new_context(base_url=live_server, viewport={"width": w, "height": h})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    page.goto("/quiz")
-    form = page.get_by_role("form", name="Start a quiz")
-    form.get_by_label("KV-cache memory arithmetic").check()
-    form.get_by_label("Recall").uncheck()
-    form.get_by_label("Multiple choice").uncheck()
-    form.get_by_label("Cards").fill("1")
-    form.get_by_role("button", name="Start the quiz").click()
+    context, page = start_numeric_quiz(
+        browser, live_server, width, topic="KV-cache memory arithmetic", cards=1
+    )
     expect(page.locator(".quiz-item")).to_have_attribute("data-kind", "numeric")
     box = page.get_by_label("Your answer")
 
@@ -71,17 +62,7 @@ def test_unreadable_numeric_answer_is_asked_again(browser, live_server: str, wid
 def test_a_numeric_only_quiz_repeats_no_problem_and_says_when_short(
     browser, live_server: str, width: str
 ) -> None:  # type: ignore[no-untyped-def]
-    w, h = WIDTHS[width]
-    context = browser.new_context(base_url=live_server, viewport={"width": w, "height": h})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    page.goto("/quiz")
-    form = page.get_by_role("form", name="Start a quiz")
-    form.get_by_label("MHA, MQA and GQA").check()
-    form.get_by_label("Recall").uncheck()
-    form.get_by_label("Multiple choice").uncheck()
-    form.get_by_label("Cards").fill("20")
-    form.get_by_role("button", name="Start the quiz").click()
+    context, page = start_numeric_quiz(browser, live_server, width, topic="MHA, MQA and GQA", cards=20)
     total = int(page.locator(".quiz-progress").inner_text().rsplit(" ", 1)[1])
     if total < 20:
         expect(page.locator(".flash")).to_contain_text(f"This quiz has {total} question")

@@ -1,0 +1,127 @@
+"""Answering a mock interview's questions, in order, on the clock: a card question, its follow-up,
+then the coding problem's submissions (graded by the grading queue like any other)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, update
+from sqlmodel import Session, col
+
+from app.config import Settings
+from app.models import MockInterview, MockItem, Submission
+from app.services import questions
+from app.services.grading import GradingQueue
+from app.services.mock.deadline import _close, ensure_running
+from app.services.mock.interviews import MOVED_ON, MockError, current_item, mock_items, phase
+
+
+def answer(
+    *,
+    session: Session,
+    mock: MockInterview,
+    position: int,
+    step: str,
+    settings: Settings,
+    now: datetime,
+    text: str | None = None,
+    value: str | None = None,
+    unit: str | None = None,
+    picked: Sequence[int] = (),
+) -> MockItem:
+    """Record the answer to the current question (step "question") or to its follow-up ("follow_up").
+
+    MockError(409) after the deadline, or when the interview has moved past that step (another tab).
+    """
+    ensure_running(session=session, mock=mock, now=now)
+    items = mock_items(session=session, mock=mock)
+    item = current_item(items)
+    if item is None or item.position != position or phase(item) != step:
+        raise MockError(MOVED_ON)
+    if item.kind == "challenge":
+        raise MockError("The coding problem takes code: submit it from the editor.", 422)
+    # A browser sends each line break of a textarea as CR LF; the page counts it as one character.
+    text = (text or "").replace("\r\n", "\n").strip()
+    if len(text) > settings.mock_answer_max_chars:
+        limit = settings.mock_answer_max_chars
+        raise MockError(f"An answer is limited to {limit:,} characters: this one has {len(text):,}.", 422)
+
+    values: dict[str, Any]
+    guard: ColumnElement[bool]
+    if step == "question":
+        values = {"answered_at": now}
+        if item.kind == "numeric":
+            check = questions.check_numeric(item.payload["numeric"], value or "", unit)
+            if (value or "").strip() and check.given is None:
+                # Unreadable as a number in this question's units: asked again, never graded.
+                raise MockError(check.message, 422)
+            written = f"{(value or '').strip()} {unit or ''}".strip() if (value or "").strip() else ""
+            values |= {
+                "answer": written,
+                "correct": check.correct,
+                "response": {
+                    "value": value or "",
+                    "unit": unit,
+                    "given": check.given,
+                    "message": check.message if written else "No answer given.",
+                },
+            }
+        elif item.kind == "choice":
+            question = item.payload["choice"]
+            try:
+                chosen = questions.check_choice(question, picked)
+            except questions.NoSuchOption as exc:
+                raise MockError(exc.message, exc.status, exc.field) from None
+            values |= {
+                "answer": questions.picked_texts(question, chosen.picked),
+                "correct": chosen.correct,
+                "response": {"picked": chosen.picked, "partial": chosen.partial},
+            }
+        else:
+            values["answer"] = text
+        if not item.payload.get("follow_up"):
+            values["done_at"] = now
+        guard = col(MockItem.answered_at).is_(None)
+    else:
+        values = {"follow_up_answer": text, "done_at": now}
+        guard = col(MockItem.answered_at).is_not(None) & col(MockItem.done_at).is_(None)
+    result = session.exec(
+        update(MockItem).where(col(MockItem.id) == item.id, guard).values(**values)  # type: ignore[call-overload]
+    )
+    if result.rowcount != 1:  # another tab got there first
+        session.rollback()
+        raise MockError(MOVED_ON)
+    if "done_at" in values:
+        following = [i for i in items if i.position == position + 1]
+        if following:
+            session.exec(
+                update(MockItem)  # type: ignore[call-overload]
+                .where(col(MockItem.id) == following[0].id, col(MockItem.asked_at).is_(None))
+                .values(asked_at=now)
+            )
+        else:
+            _close(session=session, mock=mock, at=now, by="completed")
+    session.commit()
+    session.refresh(item)
+    return item
+
+
+def submit_code(
+    *, session: Session, mock: MockInterview, grading: GradingQueue, code: str, now: datetime
+) -> Submission:
+    """Queue code for the interview's coding problem; it is graded like any submission."""
+    ensure_running(session=session, mock=mock, now=now)
+    item = current_item(mock_items(session=session, mock=mock))
+    if item is None or item.kind != "challenge" or item.challenge is None:
+        raise MockError("The coding problem comes after the questions: answer them first.")
+    submission = grading.submit(session=session, user_id=mock.user_id, challenge=item.challenge, code=code)
+    session.refresh(item)
+    item.response = {"submissions": [*(item.response or {}).get("submissions", []), submission.id]}
+    if item.answered_at is None:
+        item.answered_at = now
+    session.add(item)
+    session.commit()
+    session.refresh(submission)
+    return submission

@@ -1,0 +1,22 @@
+"""Starting a numeric-only quiz on one topic the way a person does: the quiz page's form, ticked."""
+
+from __future__ import annotations
+
+WIDTHS = {"desktop": (1200, 900), "phone": (390, 844)}
+
+
+def start_numeric_quiz(browser, live_server: str, width: str, *, topic: str, cards: int):  # type: ignore[no-untyped-def]
+    """A new browser context at this width, on the first question of a numeric-only quiz on
+    `topic` (the topic's title as the form labels it) asking for `cards` cards: (context, page)."""
+    w, h = WIDTHS[width]
+    context = browser.new_context(base_url=live_server, viewport={"width": w, "height": h})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    page.goto("/quiz")
+    form = page.get_by_role("form", name="Start a quiz")
+    form.get_by_label(topic).check()
+    form.get_by_label("Recall").uncheck()
+    form.get_by_label("Multiple choice").uncheck()
+    form.get_by_label("Cards").fill(str(cards))
+    form.get_by_role("button", name="Start the quiz").click()
+    return context, page
