@@ -12,12 +12,7 @@ from sqlmodel import Session, select
 
 from app.config import Settings
 from app.content.catalog import Catalog
-from app.db import get_session
-from app.models import User
-from app.services.accounts import fingerprint
-from app.services.clock import SYSTEM_CLOCK, Clock
-from app.services.site import SiteContent
-from app.sessions import (
+from app.cookie_session import (
     USER_KEY,
     csrf_valid,
     guest_row_id,
@@ -26,6 +21,11 @@ from app.sessions import (
     remember_guest_row,
     session_account,
 )
+from app.db import get_session
+from app.models import User
+from app.services.accounts import fingerprint
+from app.services.clock import SYSTEM_CLOCK, Clock
+from app.services.site import SiteContent
 
 
 # The dependencies that only read app.state are coroutines: FastAPI runs a plain function

@@ -15,6 +15,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.config import Settings, get_settings
 from app.content.catalog import load_catalog
+from app.cookie_session import (
+    GuestSessionMiddleware,
+    SessionCookieMiddleware,
+    csrf_token,
+    pop_flashes,
+    signed_in_email,
+)
 from app.db import make_engine
 from app.lab.jobs import LabJobs
 from app.middleware import BodySizeLimit
@@ -41,13 +48,6 @@ from app.services.guests import purge_idle_guests
 from app.services.ratelimit import RateLimiter
 from app.services.site import load_site_content
 from app.services.verdict_waits import VerdictWaits
-from app.sessions import (
-    GuestSessionMiddleware,
-    SessionCookieMiddleware,
-    csrf_token,
-    pop_flashes,
-    signed_in_email,
-)
 from app.static_assets import HashedStaticFiles
 from app.web import static_assets, templates
 

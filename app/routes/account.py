@@ -14,12 +14,12 @@ from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import Field
 
+from app.cookie_session import flash, log_out
 from app.deps import CsrfChecked, CurrentUser, SessionDep, SettingsDep, Visitor
 from app.models import User
 from app.routes.auth import sign_in
 from app.services.accounts import AccountError, change_password, delete_user, export_user, password_hasher
 from app.services.scheduling import retention_for
-from app.sessions import flash, log_out
 from app.validation import ApiModel
 from app.web import templates
 

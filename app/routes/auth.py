@@ -14,6 +14,7 @@ from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import Field
 
+from app.cookie_session import flash, log_in, log_out
 from app.deps import CsrfChecked, MaybeUser, SessionDep, SettingsDep, find_user
 from app.models import User
 from app.services.accounts import (
@@ -26,7 +27,6 @@ from app.services.accounts import (
     merge_users,
     normalize_email,
 )
-from app.sessions import flash, log_in, log_out
 from app.validation import ApiModel
 from app.web import templates
 

@@ -6,10 +6,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from app.cookie_session import has_no_user_row
 from app.deps import SiteDep, app_clock
 from app.pages import guest_cached
 from app.routes.progress import home_due_today
-from app.sessions import has_no_user_row
 from app.web import templates
 
 pages = APIRouter(tags=["pages"], include_in_schema=False)

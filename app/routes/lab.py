@@ -10,12 +10,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlmodel import Session, col, select
 
 from app.config import Settings
+from app.cookie_session import flash
 from app.deps import CsrfChecked, CurrentUser, SessionDep, SettingsDep, Visitor
 from app.lab.experiments import EXPERIMENTS, SEED
 from app.lab.jobs import LabRequestError, is_stale
 from app.lab.runner import SIZES
 from app.models import LabRun
-from app.sessions import flash
 from app.web import templates
 
 router = APIRouter(prefix="/api/lab", tags=["lab"])

@@ -18,12 +18,12 @@ from sqlmodel import Session, col, select
 from starlette.datastructures import FormData
 
 from app.content.catalog import Catalog
+from app.cookie_session import flash
 from app.deps import CatalogDep, ClockDep, CsrfChecked, CurrentUser, SessionDep, SettingsDep, Visitor
 from app.models import Card, MockInterview, MockItem, Topic
 from app.routes.submissions import submission_json
 from app.services import mock as mocks
 from app.services.numeric import BYTE_UNITS
-from app.sessions import flash
 from app.validation import MAX_ID, ApiModel, BodyPosition, EmptyIsNone, RowId
 from app.web import templates
 

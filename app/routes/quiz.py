@@ -16,6 +16,7 @@ from sqlmodel import Session, col, select
 from starlette.concurrency import run_in_threadpool
 
 from app.config import Settings
+from app.cookie_session import flash, has_no_user_row
 from app.deps import ClockDep, CsrfChecked, CurrentUser, SessionDep, SettingsDep, SiteDep, Visitor, find_user
 from app.models import Card, QuizItem, QuizSession, Topic, User
 from app.pages import guest_cached
@@ -29,7 +30,6 @@ from app.services.scheduling import (
     parse_rating,
     preview,
 )
-from app.sessions import flash, has_no_user_row
 from app.validation import ApiModel, EmptyIsNone, Position, RowId
 from app.web import templates
 
