@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hmac
+from collections.abc import Awaitable, Callable
 from typing import Annotated
 
 from fastapi import Depends, Form, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
+from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
@@ -22,9 +24,12 @@ from app.cookie_session import (
     session_account,
 )
 from app.db import get_session
+from app.lab.jobs import LabJobs
 from app.models import User
 from app.services.accounts import fingerprint
 from app.services.clock import SYSTEM_CLOCK, Clock
+from app.services.grading import GradingQueue
+from app.services.ratelimit import RateLimiter
 from app.services.site import SiteContent
 
 
@@ -42,10 +47,45 @@ async def app_site(request: Request) -> SiteContent:
     return request.app.state.site  # type: ignore[no-any-return]
 
 
+async def app_engine(request: Request) -> Engine:
+    return request.app.state.engine  # type: ignore[no-any-return]
+
+
+async def app_lab(request: Request) -> LabJobs:
+    return request.app.state.lab  # type: ignore[no-any-return]
+
+
+async def get_grading(request: Request) -> GradingQueue:
+    return request.app.state.grading  # type: ignore[no-any-return]
+
+
 SessionDep = Annotated[Session, Depends(get_session)]
 SettingsDep = Annotated[Settings, Depends(app_settings)]
 CatalogDep = Annotated[Catalog, Depends(app_catalog)]
 SiteDep = Annotated[SiteContent, Depends(app_site)]
+# The app's engine, for work that opens its own session off the request's (in the thread pool).
+EngineDep = Annotated[Engine, Depends(app_engine)]
+LabDep = Annotated[LabJobs, Depends(app_lab)]
+GradingDep = Annotated[GradingQueue, Depends(get_grading)]
+
+
+def _limiter(name: str) -> Callable[[Request], Awaitable[RateLimiter]]:
+    """A dependency on the rate limiter create_app put on app.state under `name`."""
+
+    async def limiter(request: Request) -> RateLimiter:
+        return getattr(request.app.state, name)  # type: ignore[no-any-return]
+
+    limiter.__name__ = name
+    return limiter
+
+
+# The rate limiters (their limits are settings; see create_app): one bucket family each.
+SubmitLimiter = Annotated[RateLimiter, Depends(_limiter("submit_limiter"))]
+LoginLimiter = Annotated[RateLimiter, Depends(_limiter("login_limiter"))]
+LoginIpLimiter = Annotated[RateLimiter, Depends(_limiter("login_ip_limiter"))]
+LoginEmailLimiter = Annotated[RateLimiter, Depends(_limiter("login_email_limiter"))]
+SignupLimiter = Annotated[RateLimiter, Depends(_limiter("signup_limiter"))]
+LabLimiter = Annotated[RateLimiter, Depends(_limiter("lab_limiter"))]
 
 
 def find_user(request: Request, session: SessionDep) -> User | None:
