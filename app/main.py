@@ -45,7 +45,7 @@ from app.routes import (
 )
 from app.security import RequestGuard, SecurityHeaders
 from app.services.content_sync import sync_bank
-from app.services.errors import ServiceError
+from app.services.errors import ServiceError, TooManyRequests
 from app.services.grading import build_queue
 from app.services.guests import purge_idle_guests
 from app.services.ratelimit import RateLimiter
@@ -185,7 +185,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         body: dict[str, object] = {"detail": detail}
         if exc.field is not None:
             body["field"] = exc.field
-        return JSONResponse(body, status_code=exc.status)
+        headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, TooManyRequests) else None
+        return JSONResponse(body, status_code=exc.status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
