@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Awaitable, Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Form, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -33,31 +33,26 @@ from app.services.ratelimit import RateLimiter
 from app.services.site import SiteContent
 
 
-# The dependencies that only read app.state are coroutines: FastAPI runs a plain function
-# dependency in the thread pool, a hop that costs more than the page it feeds.
-async def app_settings(request: Request) -> Settings:
-    return request.app.state.settings  # type: ignore[no-any-return]
+def _from_state(name: str) -> Callable[[Request], Awaitable[Any]]:
+    """A dependency on what create_app (or its lifespan) put on app.state under `name`.
+
+    A coroutine: FastAPI runs a plain function dependency in the thread pool, a hop that costs
+    more than the page it feeds.
+    """
+
+    async def dependency(request: Request) -> Any:
+        return getattr(request.app.state, name)
+
+    dependency.__name__ = f"app_{name}"
+    return dependency
 
 
-async def app_catalog(request: Request) -> Catalog:
-    return request.app.state.catalog  # type: ignore[no-any-return]
-
-
-async def app_site(request: Request) -> SiteContent:
-    return request.app.state.site  # type: ignore[no-any-return]
-
-
-async def app_engine(request: Request) -> Engine:
-    return request.app.state.engine  # type: ignore[no-any-return]
-
-
-async def app_lab(request: Request) -> LabJobs:
-    return request.app.state.lab  # type: ignore[no-any-return]
-
-
-async def get_grading(request: Request) -> GradingQueue:
-    return request.app.state.grading  # type: ignore[no-any-return]
-
+app_settings = _from_state("settings")
+app_catalog = _from_state("catalog")
+app_site = _from_state("site")
+app_engine = _from_state("engine")
+app_lab = _from_state("lab")
+get_grading = _from_state("grading")
 
 SessionDep = Annotated[Session, Depends(get_session)]
 SettingsDep = Annotated[Settings, Depends(app_settings)]
@@ -69,23 +64,13 @@ LabDep = Annotated[LabJobs, Depends(app_lab)]
 GradingDep = Annotated[GradingQueue, Depends(get_grading)]
 
 
-def _limiter(name: str) -> Callable[[Request], Awaitable[RateLimiter]]:
-    """A dependency on the rate limiter create_app put on app.state under `name`."""
-
-    async def limiter(request: Request) -> RateLimiter:
-        return getattr(request.app.state, name)  # type: ignore[no-any-return]
-
-    limiter.__name__ = name
-    return limiter
-
-
 # The rate limiters (their limits are settings; see create_app): one bucket family each.
-SubmitLimiter = Annotated[RateLimiter, Depends(_limiter("submit_limiter"))]
-LoginLimiter = Annotated[RateLimiter, Depends(_limiter("login_limiter"))]
-LoginIpLimiter = Annotated[RateLimiter, Depends(_limiter("login_ip_limiter"))]
-LoginEmailLimiter = Annotated[RateLimiter, Depends(_limiter("login_email_limiter"))]
-SignupLimiter = Annotated[RateLimiter, Depends(_limiter("signup_limiter"))]
-LabLimiter = Annotated[RateLimiter, Depends(_limiter("lab_limiter"))]
+SubmitLimiter = Annotated[RateLimiter, Depends(_from_state("submit_limiter"))]
+LoginLimiter = Annotated[RateLimiter, Depends(_from_state("login_limiter"))]
+LoginIpLimiter = Annotated[RateLimiter, Depends(_from_state("login_ip_limiter"))]
+LoginEmailLimiter = Annotated[RateLimiter, Depends(_from_state("login_email_limiter"))]
+SignupLimiter = Annotated[RateLimiter, Depends(_from_state("signup_limiter"))]
+LabLimiter = Annotated[RateLimiter, Depends(_from_state("lab_limiter"))]
 
 
 def find_user(request: Request, session: SessionDep) -> User | None:

@@ -7,7 +7,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from app.enums import MockEndedBy, MockItemKind, MockPhase, MockStatus, SubmissionStatus
-from app.routes.public import Number, Public, Timestamp
+from app.routes.public import Number, Public, Timestamp, public_model
+from app.services import mock as mocks
 from app.validation import ApiModel, BodyPosition, EmptyIsNone
 
 Difficulty = Literal["easy", "medium", "hard"]
@@ -147,89 +148,13 @@ class MockShareLink(Public):
     url: str
 
 
-# --- the report (app/services/mock's Report, as its to_json writes it) ----------------------------
+# --- the report ------------------------------------------------------------------------------------
 
-
-class WrongMatchOut(Public):
-    answer: str
-    why: str
-    words: list[str]
-    where: str = Field(description="answer | follow_up | option")
-
-
-class ChallengeOutcomeOut(Public):
-    slug: str
-    title: str
-    verdict: str | None
-    passed: bool
-    tests_passed: int
-    tests_total: int
-    attempts: int
-    final: bool
-    score: Number
-    code: str | None
-    tests: list[dict[str, Any]]
-    diagnosis: list[str]
-
-
-class ItemReportOut(Public):
-    position: int
-    kind: MockItemKind
-    reached: bool
-    answered: bool
-    seconds: int | None
-    answer_seconds: int | None
-    follow_up_seconds: int | None
-    score: Number
-    card_id: str | None = None
-    card_title: str | None = None
-    topic: str | None = None
-    topic_title: str | None = None
-    question: str | None = None
-    answer: str | None = None
-    key_points: list[str] = Field(default_factory=list)
-    covered: list[int] = Field(default_factory=list)
-    follow_up_question: str | None = None
-    follow_up_strong: str | None = None
-    follow_up_answer: str | None = None
-    follow_up_covered: bool | None = None
-    correct: bool | None = None
-    numeric: dict[str, Any] | None = None
-    choice: dict[str, Any] | None = None
-    matched: list[WrongMatchOut] = Field(default_factory=list)
-    rating: str | None = None
-    due_after: Timestamp | None = None
-    challenge: ChallengeOutcomeOut | None = None
-
-
-class TopicScoreOut(Public):
-    slug: str
-    title: str
-    questions: int
-    reached: int
-    score: Number
-
-
-class ReviewLinkOut(Public):
-    kind: str = Field(description="card | challenge")
-    target: str
-    title: str
-    url: str
-    reason: str
-    rating: str | None = None
-    due_after: Timestamp | None = None
-
-
-# The report of an ended interview: every question with the candidate's answer and the strong one.
-class MockReport(Public):
-    minutes: int
-    day: str
-    topics: list[str]
-    difficulty: str | None
-    ended_by: MockEndedBy | None
-    seconds_used: int
-    score: Number | None = Field(description="null until scored")
-    scored: bool
-    by_topic: list[TopicScoreOut]
-    items: list[ItemReportOut]
-    review: list[ReviewLinkOut]
+# The report of an ended interview (app/services/mock's Report, whose to_json is its `asdict`):
+# every question with the candidate's answer and the strong one, scores by topic, what to review.
+MockReport = public_model(
+    mocks.Report,
+    "MockReport",
+    "Mock",
+    {mocks.Report: {"ended_by": MockEndedBy | None}, mocks.ItemReport: {"kind": MockItemKind}},
+)
