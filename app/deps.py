@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import hmac
-from typing import Annotated
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
 
 from fastapi import Depends, Form, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
+from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from app.config import Settings
 from app.content.catalog import Catalog
-from app.db import get_session
-from app.models import User
-from app.services.accounts import fingerprint
-from app.services.clock import SYSTEM_CLOCK, Clock
-from app.services.site import SiteContent
-from app.sessions import (
+from app.cookie_session import (
     USER_KEY,
     csrf_valid,
     guest_row_id,
@@ -26,26 +23,54 @@ from app.sessions import (
     remember_guest_row,
     session_account,
 )
+from app.db import get_session
+from app.lab.jobs import LabJobs
+from app.models import User
+from app.services.accounts import fingerprint
+from app.services.clock import SYSTEM_CLOCK, Clock
+from app.services.grading import GradingQueue
+from app.services.ratelimit import RateLimiter
+from app.services.site import SiteContent
 
 
-# The dependencies that only read app.state are coroutines: FastAPI runs a plain function
-# dependency in the thread pool, a hop that costs more than the page it feeds.
-async def app_settings(request: Request) -> Settings:
-    return request.app.state.settings  # type: ignore[no-any-return]
+def _from_state(name: str) -> Callable[[Request], Awaitable[Any]]:
+    """A dependency on what create_app (or its lifespan) put on app.state under `name`.
+
+    A coroutine: FastAPI runs a plain function dependency in the thread pool, a hop that costs
+    more than the page it feeds.
+    """
+
+    async def dependency(request: Request) -> Any:
+        return getattr(request.app.state, name)
+
+    dependency.__name__ = f"app_{name}"
+    return dependency
 
 
-async def app_catalog(request: Request) -> Catalog:
-    return request.app.state.catalog  # type: ignore[no-any-return]
-
-
-async def app_site(request: Request) -> SiteContent:
-    return request.app.state.site  # type: ignore[no-any-return]
-
+app_settings = _from_state("settings")
+app_catalog = _from_state("catalog")
+app_site = _from_state("site")
+app_engine = _from_state("engine")
+app_lab = _from_state("lab")
+get_grading = _from_state("grading")
 
 SessionDep = Annotated[Session, Depends(get_session)]
 SettingsDep = Annotated[Settings, Depends(app_settings)]
 CatalogDep = Annotated[Catalog, Depends(app_catalog)]
 SiteDep = Annotated[SiteContent, Depends(app_site)]
+# The app's engine, for work that opens its own session off the request's (in the thread pool).
+EngineDep = Annotated[Engine, Depends(app_engine)]
+LabDep = Annotated[LabJobs, Depends(app_lab)]
+GradingDep = Annotated[GradingQueue, Depends(get_grading)]
+
+
+# The rate limiters (their limits are settings; see create_app): one bucket family each.
+SubmitLimiter = Annotated[RateLimiter, Depends(_from_state("submit_limiter"))]
+LoginLimiter = Annotated[RateLimiter, Depends(_from_state("login_limiter"))]
+LoginIpLimiter = Annotated[RateLimiter, Depends(_from_state("login_ip_limiter"))]
+LoginEmailLimiter = Annotated[RateLimiter, Depends(_from_state("login_email_limiter"))]
+SignupLimiter = Annotated[RateLimiter, Depends(_from_state("signup_limiter"))]
+LabLimiter = Annotated[RateLimiter, Depends(_from_state("lab_limiter"))]
 
 
 def find_user(request: Request, session: SessionDep) -> User | None:

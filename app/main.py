@@ -15,6 +15,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.config import Settings, get_settings
 from app.content.catalog import load_catalog
+from app.cookie_session import (
+    GuestSessionMiddleware,
+    SessionCookieMiddleware,
+    csrf_token,
+    pop_flashes,
+    signed_in_email,
+)
 from app.db import make_engine
 from app.lab.jobs import LabJobs
 from app.middleware import BodySizeLimit
@@ -28,26 +35,22 @@ from app.routes import (
     docs,
     home,
     lab,
-    mock,
+    mock_api,
+    mock_pages,
     progress,
-    quiz,
+    quiz_api,
+    quiz_pages,
     submissions,
     topics,
 )
 from app.security import RequestGuard, SecurityHeaders
 from app.services.content_sync import sync_bank
+from app.services.errors import ServiceError, TooManyRequests
 from app.services.grading import build_queue
 from app.services.guests import purge_idle_guests
 from app.services.ratelimit import RateLimiter
 from app.services.site import load_site_content
 from app.services.verdict_waits import VerdictWaits
-from app.sessions import (
-    GuestSessionMiddleware,
-    SessionCookieMiddleware,
-    csrf_token,
-    pop_flashes,
-    signed_in_email,
-)
 from app.static_assets import HashedStaticFiles
 from app.web import static_assets, templates
 
@@ -169,6 +172,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             detail = [{"loc": ["body"], "msg": detail, "type": "value_error"}]
         return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=exc.headers)
 
+    @app.exception_handler(ServiceError)
+    async def service_error(request: Request, exc: ServiceError) -> Response:
+        """The one translation of a service's refusal: routes let it through and never catch it to
+        re-raise. The JSON is what HTTPException(status, message) gave (a 422's detail a list of
+        one validation error, as the schema documents), plus `field` when the error names one."""
+        if _wants_html(request):
+            return _error_page(request, exc.status, exc.message)
+        detail: object = exc.message
+        if exc.status == 422:
+            detail = [{"loc": ["body"], "msg": exc.message, "type": "value_error"}]
+        body: dict[str, object] = {"detail": detail}
+        if exc.field is not None:
+            body["field"] = exc.field
+        headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, TooManyRequests) else None
+        return JSONResponse(body, status_code=exc.status, headers=headers)
+
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
         if _wants_html(request):
@@ -188,14 +207,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(submissions.router)
     app.include_router(auth.pages)
     app.include_router(auth.router)
-    app.include_router(quiz.pages)
-    app.include_router(quiz.router)
+    app.include_router(quiz_pages.pages)
+    app.include_router(quiz_api.router)
     app.include_router(progress.pages)
     app.include_router(progress.router)
     app.include_router(account.pages)
     app.include_router(account.router)
-    app.include_router(mock.pages)
-    app.include_router(mock.router)
+    app.include_router(mock_pages.pages)
+    app.include_router(mock_api.router)
     app.include_router(lab.pages)
     app.include_router(lab.router)
     app.include_router(calculator.pages)

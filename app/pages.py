@@ -16,8 +16,8 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.cookie_session import CSRF_KEY, GUEST_ROW_KEY, csrf_token, new_csrf_token, session_account, signed_in
 from app.services.site import CSRF_SLOT, GuestPages
-from app.sessions import CSRF_KEY, GUEST_ROW_KEY, csrf_token, new_csrf_token, session_account, signed_in
 
 _HTML_HEADERS = [(b"content-type", b"text/html; charset=utf-8")]
 

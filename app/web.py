@@ -1,10 +1,12 @@
-"""Jinja2 templates, the Markdown filters pages use, and `static_url` for hashed static files."""
+"""Jinja2 templates, the Markdown filters pages use, `static_url` for hashed static files, `path_for`."""
 
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 from fastapi.templating import Jinja2Templates
+from jinja2 import pass_context
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
@@ -47,3 +49,13 @@ templates.env.filters["markdown"] = markdown
 templates.env.filters["markdown_inline"] = markdown_inline
 # The one way templates link a static file: a content-hashed name, cached for a year.
 templates.env.globals["static_url"] = static_assets.url
+
+
+@pass_context
+def path_for(context: Any, name: str, /, **params: Any) -> str:
+    """The path of the route named `name` ("/quiz"): like url_for, without scheme and host, so a
+    link reads the same behind any proxy and in a page kept for every guest."""
+    return str(context["request"].app.url_path_for(name, **params))
+
+
+templates.env.globals["path_for"] = path_for

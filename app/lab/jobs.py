@@ -25,21 +25,22 @@ from app.config import ROOT, Settings
 from app.lab.experiments import EXPERIMENTS
 from app.lab.runner import SIZES
 from app.models import LabRun, utcnow
+from app.services.errors import InvalidInput
 
 log = logging.getLogger("kvprep.lab")
 TASK_NAME = "kvprep.lab_run"
 
 
-class LabRequestError(ValueError):
-    """A lab request the user can fix (an unknown size or experiment)."""
+class LabRequestError(InvalidInput):
+    """A lab request the user can fix (an unknown size or experiment): 422, naming the field."""
 
 
 def validate_request(size: str, experiments: list[str]) -> list[str]:
     if size not in SIZES:
-        raise LabRequestError(f"size must be one of {', '.join(SIZES)}, not {size!r}")
+        raise LabRequestError(f"size must be one of {', '.join(SIZES)}, not {size!r}", field="size")
     unknown = [e for e in experiments if e not in EXPERIMENTS]
     if unknown:
-        raise LabRequestError(f"unknown experiment(s): {', '.join(unknown)}")
+        raise LabRequestError(f"unknown experiment(s): {', '.join(unknown)}", field="experiments")
     return [e for e in EXPERIMENTS if e in experiments] or list(EXPERIMENTS)
 
 

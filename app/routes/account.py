@@ -8,18 +8,23 @@ from __future__ import annotations
 
 import json
 from datetime import date
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import Field
+from sqlmodel import Session
 
-from app.deps import CsrfChecked, CurrentUser, SessionDep, SettingsDep, Visitor
+from app.config import Settings
+from app.cookie_session import flash, log_out
+from app.deps import CsrfChecked, CurrentUser, LoginLimiter, SessionDep, SettingsDep, Visitor
 from app.models import User
 from app.routes.auth import sign_in
+from app.routes.public import Public, Timestamp
 from app.services.accounts import AccountError, change_password, delete_user, export_user, password_hasher
+from app.services.errors import ServiceError, TooManyRequests
+from app.services.ratelimit import RateLimiter
 from app.services.scheduling import retention_for
-from app.sessions import flash, log_out
 from app.validation import ApiModel
 from app.web import templates
 
@@ -44,31 +49,41 @@ class PasswordChange(ApiModel):
     new_password: str = Field(max_length=1024)
 
 
-class PasswordRefused(Exception):
-    def __init__(self, status: int, field: str, message: str, headers: dict[str, str] | None = None) -> None:
-        self.status, self.field, self.message, self.headers = status, field, message, headers
+# The account as GET /api/account answers it (a guest has no email).
+class AccountPublic(Public):
+    id: int | None
+    email: str | None
+    guest: bool
+    created_at: Timestamp
+    desired_retention: float = Field(description="the retention the scheduler aims at, 0.7..0.99")
+    interview_date: str | None = Field(description="YYYY-MM-DD, or null")
 
 
 def _change_password(
-    request: Request, session: SessionDep, settings: SettingsDep, user: User, current: str, new: str
+    request: Request,
+    session: Session,
+    settings: Settings,
+    limiter: RateLimiter,
+    user: User,
+    current: str,
+    new: str,
 ) -> None:
-    """Change it and sign this browser in again; every other session (and copied cookie) ends."""
+    """Change it and sign this browser in again; every other session (and copied cookie) ends.
+
+    Refusals are ServiceErrors naming the field: 403 for a guest or a wrong current password,
+    429 past the limit, 422 for a new password the rules refuse.
+    """
     if user.is_guest:
-        raise PasswordRefused(403, "current_password", "Guests have no password: sign up first.")
+        raise AccountError("Guests have no password: sign up first.", "current_password", 403)
     # Guessing the current password through this form is as limited as through the log-in form.
-    wait = request.app.state.login_limiter.hit(f"password:user:{user.id}")
+    wait = limiter.hit(f"password:user:{user.id}")
     if wait:
-        message = f"Too many attempts: try again in {wait} s."
-        raise PasswordRefused(429, "current_password", message, {"Retry-After": str(wait)})
-    try:
-        change_password(session=session, user=user, current=current, new=new, settings=settings)
-    except AccountError as exc:
-        status = 403 if exc.field == "current_password" else 422
-        raise PasswordRefused(status, exc.field, exc.message) from None
-    sign_in(request, user)
+        raise TooManyRequests(f"Too many attempts: try again in {wait} s.", wait, "current_password")
+    change_password(session=session, user=user, current=current, new=new, settings=settings)
+    sign_in(request, user, settings)
 
 
-def account_json(user: User, settings: SettingsDep) -> dict[str, Any]:
+def account_json(user: User, settings: Settings) -> dict[str, Any]:
     return {
         "id": user.id,
         "email": user.email,
@@ -79,7 +94,7 @@ def account_json(user: User, settings: SettingsDep) -> dict[str, Any]:
     }
 
 
-def _export_response(session: SessionDep, user: User) -> Response:
+def _export_response(session: Session, user: User) -> Response:
     data = export_user(session=session, user=user)
     name = f"kvprep-export-{date.today().isoformat()}.json"
     return Response(
@@ -89,7 +104,7 @@ def _export_response(session: SessionDep, user: User) -> Response:
     )
 
 
-def _password_ok(user: User, password: str, settings: SettingsDep) -> bool:
+def _password_ok(user: User, password: str, settings: Settings) -> bool:
     if user.is_guest or user.password_hash is None:
         return True
     return bool(password) and password_hasher(settings).verify(password, user.password_hash)
@@ -98,12 +113,12 @@ def _password_ok(user: User, password: str, settings: SettingsDep) -> bool:
 # --- JSON API -------------------------------------------------------------------------------------
 
 
-@router.get("")
+@router.get("", response_model=AccountPublic)
 def get_account(user: Visitor, settings: SettingsDep) -> dict[str, Any]:
     return account_json(user, settings)
 
 
-@router.put("/settings")
+@router.put("/settings", response_model=AccountPublic)
 def put_settings(
     body: AccountSettings, user: CurrentUser, session: SessionDep, settings: SettingsDep
 ) -> dict[str, Any]:
@@ -117,16 +132,28 @@ def put_settings(
 
 @router.put("/password", status_code=204)
 def put_password(
-    body: PasswordChange, request: Request, user: CurrentUser, session: SessionDep, settings: SettingsDep
+    body: PasswordChange,
+    request: Request,
+    user: CurrentUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    limiter: LoginLimiter,
 ) -> Response:
-    try:
-        _change_password(request, session, settings, user, body.current_password, body.new_password)
-    except PasswordRefused as exc:
-        raise HTTPException(exc.status, exc.message, headers=exc.headers) from None
+    _change_password(request, session, settings, limiter, user, body.current_password, body.new_password)
     return Response(status_code=204)
 
 
-@router.get("/export")
+# The export file: the user's profile and every row of theirs, table by table.
+class AccountExport(Public):
+    format: Literal["kvprep-export"]
+    version: int
+    exported_at: Timestamp
+    user: dict[str, Any] = Field(description="the profile, without the password hash")
+    tables: dict[str, list[dict[str, Any]]] = Field(description="table name -> the user's rows")
+
+
+# A download (Content-Disposition: attachment): the model documents the file, the Response writes it.
+@router.get("/export", response_model=AccountExport)
 def api_export(user: Visitor, session: SessionDep) -> Response:
     return _export_response(session, user)
 
@@ -146,7 +173,7 @@ def api_delete(
 
 
 def _page(
-    request: Request, user: User, settings: SettingsDep, errors: dict[str, str], status: int
+    request: Request, user: User, settings: Settings, errors: dict[str, str], status: int
 ) -> HTMLResponse:
     return templates.TemplateResponse(
         request,
@@ -206,6 +233,7 @@ def password_form(
     user: CurrentUser,
     session: SessionDep,
     settings: SettingsDep,
+    limiter: LoginLimiter,
     current_password: Annotated[str, Form(max_length=1024)] = "",
     new_password: Annotated[str, Form(max_length=1024)] = "",
     confirm: Annotated[str, Form(max_length=1024)] = "",
@@ -213,9 +241,9 @@ def password_form(
     if new_password != confirm:
         return _page(request, user, settings, {"confirm": "The new passwords differ."}, 422)
     try:
-        _change_password(request, session, settings, user, current_password, new_password)
-    except PasswordRefused as exc:
-        return _page(request, user, settings, {exc.field: exc.message}, exc.status)
+        _change_password(request, session, settings, limiter, user, current_password, new_password)
+    except ServiceError as exc:
+        return _page(request, user, settings, {exc.field or "current_password": exc.message}, exc.status)
     flash(request, "Password changed. Every other session of this account is logged out.", "success")
     return RedirectResponse("/account", status_code=303)
 

@@ -8,14 +8,29 @@ on log-in (merged into it).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Form, HTTPException, Request
+from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import Field
+from sqlmodel import Session
 
-from app.deps import CsrfChecked, MaybeUser, SessionDep, SettingsDep, find_user
+from app.config import Settings
+from app.cookie_session import flash, log_in, log_out
+from app.deps import (
+    CsrfChecked,
+    LoginEmailLimiter,
+    LoginIpLimiter,
+    LoginLimiter,
+    MaybeUser,
+    SessionDep,
+    SettingsDep,
+    SignupLimiter,
+    find_user,
+)
 from app.models import User
+from app.routes.public import Public
 from app.services.accounts import (
     AccountError,
     authenticate,
@@ -26,7 +41,8 @@ from app.services.accounts import (
     merge_users,
     normalize_email,
 )
-from app.sessions import flash, log_in, log_out
+from app.services.errors import TooManyRequests
+from app.services.ratelimit import RateLimiter
 from app.validation import ApiModel
 from app.web import templates
 
@@ -40,11 +56,6 @@ class Credentials(ApiModel):
     password: str = Field(max_length=1024)
 
 
-class RateLimited(Exception):
-    def __init__(self, wait: int) -> None:
-        self.wait = wait
-
-
 def safe_next(target: str | None) -> str:
     """Only same-site paths: '/quiz' yes; 'https://evil.example', '//evil.example' no."""
     if target and target.startswith("/") and not target.startswith(("//", "/\\")):
@@ -56,24 +67,31 @@ def _client(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
+# Who is signed in: an account (its email), or a guest (`id` null until the guest keeps something).
+class Me(Public):
+    id: int | None
+    email: str | None
+    guest: bool
+
+
 def me_json(user: User | None) -> dict[str, Any]:
     if user is None or user.is_guest:
         return {"id": user.id if user else None, "email": None, "guest": True}
     return {"id": user.id, "email": user.email, "guest": False}
 
 
-def sign_in(request: Request, user: User) -> None:
+def sign_in(request: Request, user: User, settings: Settings) -> None:
     assert user.id is not None and user.email is not None
-    secret = request.app.state.settings.secret_key
+    secret = settings.secret_key
     log_in(request, user_id=user.id, email=user.email, fingerprint=fingerprint(user, secret))
 
 
 def do_signup(
-    request: Request, session: SessionDep, settings: SettingsDep, email: str, password: str
+    request: Request, session: Session, settings: Settings, limiter: RateLimiter, email: str, password: str
 ) -> User:
-    wait = request.app.state.signup_limiter.hit(f"signup:ip:{_client(request)}")
+    wait = limiter.hit(f"signup:ip:{_client(request)}")
     if wait:
-        raise RateLimited(wait)
+        raise TooManyRequests(f"Too many sign-ups from this address: try again in {wait} s", wait)
     visitor = find_user(request, session)
     user = create_account(
         session=session,
@@ -82,11 +100,19 @@ def do_signup(
         password=password,
         settings=settings,
     )
-    sign_in(request, user)
+    sign_in(request, user, settings)
     return user
 
 
-def _login_allowed(request: Request, email: str) -> None:
+# The log-in's three rate limiters, in the order they are checked.
+@dataclass(frozen=True)
+class LoginLimits:
+    email_ip: LoginLimiter
+    ip: LoginIpLimiter
+    email: LoginEmailLimiter
+
+
+def _login_allowed(request: Request, limits: LoginLimits, email: str) -> None:
     """Three limits, checked in turn; a refused attempt counts against none of the later ones.
 
     One email from one client (fast: a typo-prone owner has room), one client over all emails
@@ -94,69 +120,57 @@ def _login_allowed(request: Request, email: str) -> None:
     password). An attacker's guesses from their address use up only their own first bucket,
     so the owner, from another address, still gets in.
     """
-    state, client, key = request.app.state, _client(request), normalize_email(email)[:254]
+    client, key = _client(request), normalize_email(email)[:254]
     for limiter, bucket in (
-        (state.login_limiter, f"login:email-ip:{key}:{client}"),
-        (state.login_ip_limiter, f"login:ip:{client}"),
-        (state.login_email_limiter, f"login:email:{key}"),
+        (limits.email_ip, f"login:email-ip:{key}:{client}"),
+        (limits.ip, f"login:ip:{client}"),
+        (limits.email, f"login:email:{key}"),
     ):
         wait = limiter.hit(bucket)
         if wait:
-            raise RateLimited(wait)
+            raise TooManyRequests(f"Too many log-in attempts: try again in {wait} s", wait)
 
 
-def do_login(request: Request, session: SessionDep, settings: SettingsDep, email: str, password: str) -> User:
-    _login_allowed(request, email)
+def do_login(
+    request: Request, session: Session, settings: Settings, limits: LoginLimits, email: str, password: str
+) -> User:
+    _login_allowed(request, limits, email)
     visitor = find_user(request, session)
     user = authenticate(session=session, email=email, password=password, settings=settings)
     if user is None:
-        raise AccountError("Wrong email or password.", "password")
+        raise AccountError("Wrong email or password.", "password", 401)
     if visitor is not None and visitor.is_guest:
         merge_users(session=session, source=visitor, target=user)
-    sign_in(request, user)
+    sign_in(request, user, settings)
     return user
 
 
-def _too_many(wait: int, what: str) -> HTTPException:
-    return HTTPException(429, f"Too many {what}: try again in {wait} s", headers={"Retry-After": str(wait)})
+LoginLimitsDep = Annotated[LoginLimits, Depends()]
 
 
 # --- JSON API -------------------------------------------------------------------------------------
 
 
-@router.get("/me")
+@router.get("/me", response_model=Me)
 def me(user: MaybeUser) -> dict[str, Any]:
     return me_json(user)
 
 
-@router.post("/signup", status_code=201)
+@router.post("/signup", status_code=201, response_model=Me)
 def api_signup(
-    body: Credentials, request: Request, session: SessionDep, settings: SettingsDep
+    body: Credentials, request: Request, session: SessionDep, settings: SettingsDep, limiter: SignupLimiter
 ) -> dict[str, Any]:
-    try:
-        user = do_signup(request, session, settings, body.email, body.password)
-    except RateLimited as exc:
-        raise _too_many(exc.wait, "sign-ups from this address") from None
-    except AccountError as exc:
-        status = 409 if "already" in exc.message else 422
-        raise HTTPException(status, exc.message) from None
-    return me_json(user)
+    return me_json(do_signup(request, session, settings, limiter, body.email, body.password))
 
 
-@router.post("/login")
+@router.post("/login", response_model=Me)
 def api_login(
-    body: Credentials, request: Request, session: SessionDep, settings: SettingsDep
+    body: Credentials, request: Request, session: SessionDep, settings: SettingsDep, limits: LoginLimitsDep
 ) -> dict[str, Any]:
-    try:
-        user = do_login(request, session, settings, body.email, body.password)
-    except RateLimited as exc:
-        raise _too_many(exc.wait, "log-in attempts") from None
-    except AccountError as exc:
-        raise HTTPException(401, exc.message) from None
-    return me_json(user)
+    return me_json(do_login(request, session, settings, limits, body.email, body.password))
 
 
-def end_session(request: Request, session: SessionDep, user: User | None) -> None:
+def end_session(request: Request, session: Session, user: User | None) -> None:
     """Log out on the server too: the account's session version moves on, so this cookie (and
     any copy of it) no longer signs anyone in; then a fresh guest session."""
     if user is not None and not user.is_guest:
@@ -176,13 +190,13 @@ def api_logout(request: Request, session: SessionDep, user: MaybeUser) -> Respon
 def _form(
     request: Request,
     template: str,
+    settings: Settings,
     *,
     email: str = "",
     next_url: str = "/",
     errors: dict[str, str] | None = None,
     status: int = 200,
 ) -> HTMLResponse:
-    settings = request.app.state.settings
     context = {
         "email": email,
         "next": safe_next(next_url),
@@ -194,8 +208,8 @@ def _form(
 
 
 @pages.get("/signup", response_class=HTMLResponse)
-def signup_page(request: Request, next: str = "/") -> HTMLResponse:
-    return _form(request, "auth/signup.html", next_url=next)
+def signup_page(request: Request, settings: SettingsDep, next: str = "/") -> HTMLResponse:
+    return _form(request, "auth/signup.html", settings, next_url=next)
 
 
 @pages.post("/signup", response_class=HTMLResponse, dependencies=[CsrfChecked])
@@ -203,6 +217,7 @@ def signup_form(
     request: Request,
     session: SessionDep,
     settings: SettingsDep,
+    limiter: SignupLimiter,
     # No length limits here: the request guard bounds the body, and an over-long value must come
     # back as a message beside its field (with the email kept), not as a bare validation error.
     email: Annotated[str, Form()] = "",
@@ -216,21 +231,22 @@ def signup_form(
     if password != confirm:
         errors["confirm"] = "The passwords differ."
     if errors:
-        return _form(request, "auth/signup.html", **args, errors=errors, status=422)
+        return _form(request, "auth/signup.html", settings, **args, errors=errors, status=422)
     try:
-        do_signup(request, session, settings, email, password)
-    except RateLimited as exc:
-        errors = {"form": f"Too many sign-ups from this address: try again in {exc.wait} s."}
-        return _form(request, "auth/signup.html", **args, errors=errors, status=429)
+        do_signup(request, session, settings, limiter, email, password)
+    except TooManyRequests as exc:
+        errors = {"form": f"{exc.message}."}
+        return _form(request, "auth/signup.html", settings, **args, errors=errors, status=429)
     except AccountError as exc:
-        return _form(request, "auth/signup.html", **args, errors={exc.field: exc.message}, status=422)
+        errors = {exc.field: exc.message}
+        return _form(request, "auth/signup.html", settings, **args, errors=errors, status=422)
     flash(request, "Welcome! Your account is ready, and your progress so far is in it.", "success")
     return RedirectResponse(safe_next(next), status_code=303)
 
 
 @pages.get("/login", response_class=HTMLResponse)
-def login_page(request: Request, next: str = "/") -> HTMLResponse:
-    return _form(request, "auth/login.html", next_url=next)
+def login_page(request: Request, settings: SettingsDep, next: str = "/") -> HTMLResponse:
+    return _form(request, "auth/login.html", settings, next_url=next)
 
 
 @pages.post("/login", response_class=HTMLResponse, dependencies=[CsrfChecked])
@@ -238,18 +254,21 @@ def login_form(
     request: Request,
     session: SessionDep,
     settings: SettingsDep,
+    limits: LoginLimitsDep,
     email: Annotated[str, Form(max_length=320)] = "",
     password: Annotated[str, Form(max_length=1024)] = "",
     next: Annotated[str, Form(max_length=500)] = "/",
 ) -> Response:
     args: dict[str, Any] = {"email": email, "next_url": next}
     try:
-        do_login(request, session, settings, email, password)
-    except RateLimited as exc:
-        errors = {"form": f"Too many log-in attempts: try again in {exc.wait} s."}
-        return _form(request, "auth/login.html", **args, errors=errors, status=429)
+        do_login(request, session, settings, limits, email, password)
+    except TooManyRequests as exc:
+        errors = {"form": f"{exc.message}."}
+        return _form(request, "auth/login.html", settings, **args, errors=errors, status=429)
     except AccountError as exc:
-        return _form(request, "auth/login.html", **args, errors={exc.field: exc.message}, status=401)
+        return _form(
+            request, "auth/login.html", settings, **args, errors={exc.field: exc.message}, status=401
+        )
     flash(request, "Welcome back.", "success")
     return RedirectResponse(safe_next(next), status_code=303)
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
+from pydantic import Field
 
 from app.content.hardware import GPUS
+from app.routes.public import Number, Public
 from app.services.calculator import (
     ALL_MODELS,
     CACHE_DTYPES,
@@ -62,6 +64,30 @@ def read_input(
     )
 
 
+# The calculator's figures for one input, as GET /api/calculator answers them.
+class CalcPublic(Public):
+    model: str
+    layers: int
+    kv_heads: int
+    head_dim: int
+    params: int
+    weight_bytes: Number
+    bytes_per_token: int
+    cache_bytes: int
+    gpu: str
+    gpu_bytes: Number
+    free_bytes: Number
+    sequences_fit: int
+    min_time_per_token_ms: Number
+    tokens_per_s_per_user: Number
+    tokens_per_s_total: Number
+    intensity_flops_per_byte: Number
+    ridge_flops_per_byte: Number
+    crossover_batch: Number
+    bound: Literal["memory-bound", "compute-bound"]
+    chart: dict[str, Any] = Field(description="the series of the page's chart")
+
+
 Text = Annotated[str | None, Query(max_length=40)]
 Config = Annotated[
     str | None, Query(max_length=20_000, description="a pasted config.json, with model=custom")
@@ -69,7 +95,7 @@ Config = Annotated[
 Compare = Annotated[list[str] | None, Query(max_length=20, description="more models on the chart")]
 
 
-@router.get("")
+@router.get("", response_model=CalcPublic)
 def api_calculate(
     model: Text = None,
     gpu: Text = None,
@@ -80,10 +106,7 @@ def api_calculate(
     config: Config = None,
     compare: Compare = None,
 ) -> dict[str, Any]:
-    try:
-        result = calculate(read_input(model, gpu, weights, cache, context, batch, config, compare))
-    except CalcError as exc:
-        raise HTTPException(422, f"{exc.field}: {exc}") from exc
+    result = calculate(read_input(model, gpu, weights, cache, context, batch, config, compare))
     return {**result.to_json(), "chart": result.chart}
 
 

@@ -11,10 +11,10 @@ from starlette.concurrency import run_in_threadpool
 
 from app.content.catalog import Catalog
 from app.content.challenges import Challenge
+from app.cookie_session import has_no_user_row
 from app.deps import CatalogDep, SessionDep, Visitor, find_user
 from app.models import Submission
 from app.pages import guest_cached
-from app.sessions import has_no_user_row
 from app.web import templates
 
 router = APIRouter(prefix="/api/challenges", tags=["challenges"])

@@ -10,12 +10,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlmodel import Session, col, select
 
 from app.config import Settings
-from app.deps import CsrfChecked, CurrentUser, SessionDep, SettingsDep, Visitor
+from app.cookie_session import flash
+from app.deps import CsrfChecked, CurrentUser, LabDep, LabLimiter, SessionDep, SettingsDep, Visitor
+from app.enums import LabRunStatus
 from app.lab.experiments import EXPERIMENTS, SEED
-from app.lab.jobs import LabRequestError, is_stale
+from app.lab.jobs import LabJobs, is_stale
 from app.lab.runner import SIZES
 from app.models import LabRun
-from app.sessions import flash
+from app.routes.public import Public, Timestamp
+from app.services.errors import ServiceError, TooManyRequests
+from app.services.ratelimit import RateLimiter
 from app.web import templates
 
 router = APIRouter(prefix="/api/lab", tags=["lab"])
@@ -37,6 +41,19 @@ class LabRunCreate(BaseModel):
 
     size: str = Field(default="full", description="full (GPT-2 small, the seed's figures) or tiny (seconds)")
     experiments: list[str] = Field(default_factory=list, description="empty: every experiment")
+
+
+# A lab run: `error` only once it failed, `result` (every experiment's figures) only once done.
+class LabRunPublic(Public):
+    id: str
+    status: LabRunStatus
+    size: str
+    experiments: list[str]
+    progress: float = Field(description="0..1")
+    message: str
+    created_at: Timestamp
+    error: str | None = None
+    result: dict[str, Any] | None = None
 
 
 def run_json(run: LabRun, settings: Settings) -> dict[str, Any]:
@@ -65,30 +82,29 @@ def _load_run(session: Session, user_id: int | None, run_id: str) -> LabRun:
 
 
 def _start(
-    request: Request, session: Session, settings: Settings, user_id: int, body: LabRunCreate
+    lab: LabJobs, limiter: RateLimiter, session: Session, settings: Settings, user_id: int, body: LabRunCreate
 ) -> LabRun:
-    wait = request.app.state.lab_limiter.hit(f"{settings.queue_name}:lab:{user_id}")
+    """Queue the run; TooManyRequests past the hourly limit, LabRequestError for a bad size or experiment."""
+    wait = limiter.hit(f"{settings.queue_name}:lab:{user_id}")
     if wait:
-        raise HTTPException(
-            429, "You have started many lab runs this hour", headers={"Retry-After": str(wait)}
-        )
-    try:
-        return request.app.state.lab.submit(  # type: ignore[no-any-return]
-            session=session, user_id=user_id, size=body.size, experiments=body.experiments
-        )
-    except LabRequestError as exc:
-        raise HTTPException(422, str(exc)) from exc
+        raise TooManyRequests("You have started many lab runs this hour", wait)
+    return lab.submit(session=session, user_id=user_id, size=body.size, experiments=body.experiments)
 
 
-@router.post("/runs", status_code=202)
+@router.post("/runs", status_code=202, response_model=LabRunPublic, response_model_exclude_unset=True)
 def api_start(
-    body: LabRunCreate, request: Request, session: SessionDep, settings: SettingsDep, user: CurrentUser
+    body: LabRunCreate,
+    session: SessionDep,
+    settings: SettingsDep,
+    user: CurrentUser,
+    lab: LabDep,
+    limiter: LabLimiter,
 ) -> JSONResponse:
-    run = _start(request, session, settings, user.id or 0, body)
+    run = _start(lab, limiter, session, settings, user.id or 0, body)
     return JSONResponse(run_json(run, settings), status_code=202)
 
 
-@router.get("/runs")
+@router.get("/runs", response_model=list[LabRunPublic], response_model_exclude_unset=True)
 def api_list(session: SessionDep, settings: SettingsDep, user: Visitor) -> list[dict[str, Any]]:
     runs = session.exec(
         select(LabRun).where(LabRun.user_id == user.id).order_by(col(LabRun.created_at).desc()).limit(20)
@@ -96,7 +112,7 @@ def api_list(session: SessionDep, settings: SettingsDep, user: Visitor) -> list[
     return [{k: v for k, v in run_json(r, settings).items() if k != "result"} for r in runs]
 
 
-@router.get("/runs/{run_id}")
+@router.get("/runs/{run_id}", response_model=LabRunPublic, response_model_exclude_unset=True)
 def api_get(run_id: str, session: SessionDep, settings: SettingsDep, user: Visitor) -> dict[str, Any]:
     return run_json(_load_run(session, user.id, run_id), settings)
 
@@ -124,15 +140,16 @@ def lab_form(
     session: SessionDep,
     settings: SettingsDep,
     user: CurrentUser,
+    lab: LabDep,
+    limiter: LabLimiter,
     size: Annotated[str, Form()] = "full",
     experiments: Annotated[list[str] | None, Form()] = None,
 ) -> Response:
+    body = LabRunCreate(size=size, experiments=experiments or [])
     try:
-        run = _start(
-            request, session, settings, user.id or 0, LabRunCreate(size=size, experiments=experiments or [])
-        )
-    except HTTPException as exc:
-        flash(request, str(exc.detail), "error")
+        run = _start(lab, limiter, session, settings, user.id or 0, body)
+    except ServiceError as exc:
+        flash(request, exc.message, "error")
         return RedirectResponse("/lab", status_code=303)
     return RedirectResponse(f"/lab/runs/{run.id}", status_code=303)
 

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
+from pydantic import Field
+from sqlalchemy import Engine
 from sqlmodel import Session
 
-from app.deps import CatalogDep, ClockDep, SessionDep, SettingsDep, Visitor, app_clock, find_user
+from app.config import Settings
+from app.deps import CatalogDep, ClockDep, SessionDep, SettingsDep, Visitor, find_user
 from app.models import User
+from app.routes.public import Number, Public, Timestamp
 from app.services.progress import build_dashboard, dashboard_json
 from app.services.scheduling import due_counts, humanize_interval
 from app.web import templates
@@ -18,7 +23,58 @@ router = APIRouter(prefix="/api/progress", tags=["progress"])
 pages = APIRouter(prefix="/progress", tags=["pages"], include_in_schema=False)
 
 
-@router.get("")
+# What is due: now, today (reviews plus new cards), this week; cards never seen.
+class DuePublic(Public):
+    now: int
+    today: int
+    reviews_today: int
+    new_today: int
+    week: int
+    unseen: int
+    interview_in_days: int | None
+
+
+# How well the cards of one topic are held.
+class TopicMasteryPublic(Public):
+    slug: str
+    title: str
+    cards: int
+    seen: int
+    due: int
+    mastery: Number = Field(description="0..1")
+    percent: int
+
+
+class ChallengeProgress(Public):
+    slug: str
+    title: str
+    status: str = Field(description="passed | failed | not started")
+    attempts: int
+    last_attempt: Timestamp | None
+
+
+class ReviewRow(Public):
+    card_id: str
+    title: str
+    rating: str
+    source: str
+    reviewed_at: Timestamp
+    due_after: Timestamp
+
+
+# The dashboard, as GET /api/progress answers it.
+class DashboardPublic(Public):
+    due: DuePublic
+    mastery: list[TopicMasteryPublic]
+    reviews_per_day: dict[str, int] = Field(description="YYYY-MM-DD -> reviews, days with any")
+    streak: int
+    total_reviews: int
+    reviews_today: int
+    challenges: list[ChallengeProgress]
+    history: list[ReviewRow]
+
+
+@router.get("", response_model=DashboardPublic)
 def api_progress(
     user: Visitor, session: SessionDep, settings: SettingsDep, catalog: CatalogDep, clock: ClockDep
 ) -> dict[str, Any]:
@@ -42,12 +98,13 @@ def progress_page(
     )
 
 
-def home_due_today(request: Request) -> int:
+def home_due_today(request: Request, engine: Engine, settings: Settings, now: datetime) -> int:
     """Cards due today for the visitor, for the home page: reviews plus new cards.
 
-    Creates no guest row: a visitor without one has only today's new cards.
+    Runs in the thread pool off the async home page, so it opens its own session on the app's
+    engine (the page needs none for a visitor without a row). Creates no guest row: a visitor
+    without one has only today's new cards.
     """
-    settings = request.app.state.settings
-    with Session(request.app.state.engine) as session:
+    with Session(engine) as session:
         user = find_user(request, session) or User(id=0)
-        return due_counts(session=session, user=user, settings=settings, now=app_clock(request).now()).today
+        return due_counts(session=session, user=user, settings=settings, now=now).today

@@ -115,7 +115,7 @@ def change_password(*, session: Session, user: User, current: str, new: str, set
     current one in again). Raises AccountError naming the field at fault. Commits."""
     hasher = password_hasher(settings)
     if user.password_hash is None or not hasher.verify(current, user.password_hash):
-        raise AccountError("That is not your current password.", "current_password")
+        raise AccountError("That is not your current password.", "current_password", 403)
     problems = check_credentials(email=user.email or "", password=new, settings=settings)
     if "password" in problems:
         raise AccountError(problems["password"], "new_password")
@@ -140,7 +140,7 @@ def create_account(
         field, message = next(iter(problems.items()))
         raise AccountError(message, field)
     if find_account(session=session, email=email) is not None:
-        raise AccountError("That email already has an account: log in instead.")
+        raise AccountError("That email already has an account: log in instead.", "email", 409)
     user = guest if guest is not None and guest.is_guest else User()
     user.email = email
     user.password_hash = password_hasher(settings).hash(password)
@@ -151,7 +151,7 @@ def create_account(
         session.commit()
     except IntegrityError:  # the same email, signed up a moment ago by another request
         session.rollback()
-        raise AccountError("That email already has an account: log in instead.") from None
+        raise AccountError("That email already has an account: log in instead.", "email", 409) from None
     session.refresh(user)
     return user
 

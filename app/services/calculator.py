@@ -16,6 +16,7 @@ from typing import Any
 from app.content import inference_math as im
 from app.content.figures import GIB, LATER_MODELS, MODELS, ModelShape
 from app.content.hardware import GPU, GPUS
+from app.services.errors import InvalidInput
 from graders.reference.kv_memory import cache_shape_from_config, kv_cache_bytes
 
 ALL_MODELS: dict[str, ModelShape] = {**MODELS, **LATER_MODELS}
@@ -86,12 +87,18 @@ class CalcResult:
         }
 
 
-class CalcError(ValueError):
-    """A field the user can fix: `field` names it, the message says how."""
+class CalcError(InvalidInput, ValueError):
+    """A field the user can fix: `field` names it, `str()` says how (what the page shows beside the
+    field). Its `message`, what the API answers, leads with the field's name as it always has."""
+
+    field: str  # always names a field
 
     def __init__(self, field_name: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field_name
+        super().__init__(f"{field_name}: {message}", None, field_name)
+        self.hint = message
+
+    def __str__(self) -> str:
+        return self.hint
 
 
 def model_params(model: ModelShape) -> int:

@@ -32,3 +32,14 @@ class InvalidInput(ServiceError):
     """A value the user typed or sent that cannot be used as it is."""
 
     default_status = 422
+
+
+class TooManyRequests(ServiceError):
+    """A rate limit the user hit: `retry_after` seconds until it lets them through (the API sends it
+    as the Retry-After header)."""
+
+    default_status = 429
+
+    def __init__(self, message: str, retry_after: int, field: str | None = None) -> None:
+        super().__init__(message, None, field)
+        self.retry_after = retry_after

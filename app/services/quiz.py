@@ -119,12 +119,12 @@ def start_quiz(
     now = now or utcnow()
     assert user.id is not None
     if spec.mode not in MODES:
-        raise QuizError(f"Unknown mode {spec.mode!r}", 422)
+        raise QuizError(f"Unknown mode {spec.mode!r}", 422, "mode")
     if not 1 <= spec.size <= settings.quiz_max_size:
-        raise QuizError(f"A quiz has 1 to {settings.quiz_max_size} cards", 422)
+        raise QuizError(f"A quiz has 1 to {settings.quiz_max_size} cards", 422, "size")
     kinds = tuple(k for k in KINDS if k in spec.kinds)
     if not kinds or len(kinds) != len(set(spec.kinds)):
-        raise QuizError("Choose question kinds among recall, choice and numeric", 422)
+        raise QuizError("Choose question kinds among recall, choice and numeric", 422, "kinds")
     spec = QuizSpec(spec.mode, spec.topics, spec.difficulty, spec.size, kinds, spec.seed)
     cards = select_cards(session=session, user=user, spec=spec, settings=settings, now=now)
     if not cards:

@@ -112,7 +112,7 @@ class GuestPages:
 
     @staticmethod
     def applies(session: dict[str, object], signed_in: bool) -> bool:
-        from app.sessions import FLASH_KEY
+        from app.cookie_session import FLASH_KEY
 
         return not signed_in and not session.get(FLASH_KEY)
 

@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.config import Settings
-from app.sessions import LOGIN_AT_KEY
+from app.cookie_session import LOGIN_AT_KEY
 from tests.services.factories import BODYLESS, PASSWORD, csrf, fast_settings, login, other_client, signup
 
 NEW_PASSWORD = "a different horse staple"

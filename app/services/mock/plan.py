@@ -204,13 +204,13 @@ def start_mock(
     """Draw the questions, freeze them, start the clock. MockError(422) for a bad set-up, 409 if one runs."""
     assert user.id is not None
     if not 1 <= spec.minutes <= settings.mock_max_minutes:
-        raise MockError(f"Choose a length from 1 to {settings.mock_max_minutes} minutes", 422)
+        raise MockError(f"Choose a length from 1 to {settings.mock_max_minutes} minutes", 422, "minutes")
     if spec.difficulty is not None and spec.difficulty not in DIFFICULTIES:
-        raise MockError("Choose a difficulty among easy, medium and hard (or mixed)", 422)
+        raise MockError("Choose a difficulty among easy, medium and hard (or mixed)", 422, "difficulty")
     known = set(session.exec(select(Topic.slug)).all())
     unknown = sorted(set(spec.topics) - known)
     if unknown:
-        raise MockError(f"Unknown topic {unknown[0]!r}", 422)
+        raise MockError(f"Unknown topic {unknown[0]!r}", 422, "topics")
     if running_mock(session=session, user_id=user.id, now=now) is not None:
         raise MockError("You already have a mock interview running: finish it or end it first", 409)
 
@@ -218,7 +218,7 @@ def start_mock(
     n = plan_questions(minutes=spec.minutes, with_challenge=spec.with_challenge, settings=settings)
     cards = select_cards(session=session, user=user, spec=spec, n=n, settings=settings, now=now, rng=rng)
     if not cards:
-        raise MockError("No card matches those topics", 422)
+        raise MockError("No card matches those topics", 422, "topics")
     challenge = None
     if spec.with_challenge:
         challenge = choose_challenge(

@@ -1,6 +1,7 @@
-"""Quiz sessions: the pages (/quiz) and the JSON API (/api/quizzes).
+"""Quiz sessions, the pages (/quiz); the JSON API is app/routes/quiz_api.py.
 
-A quiz belongs to the user who started it: anyone else gets 404 for it and its questions.
+A refused form comes back with what was chosen or typed and the service's message beside the
+field it names (`QuizError.field`; none: above the form).
 """
 
 from __future__ import annotations
@@ -8,17 +9,29 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Form, HTTPException, Request
+from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from fsrs import Rating
-from pydantic import Field
+from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 from starlette.concurrency import run_in_threadpool
 
 from app.config import Settings
-from app.deps import ClockDep, CsrfChecked, CurrentUser, SessionDep, SettingsDep, SiteDep, Visitor, find_user
-from app.models import Card, QuizItem, QuizSession, Topic, User
+from app.cookie_session import flash, has_no_user_row
+from app.deps import (
+    ClockDep,
+    CsrfChecked,
+    CurrentUser,
+    EngineDep,
+    SessionDep,
+    SettingsDep,
+    SiteDep,
+    Visitor,
+    find_user,
+)
+from app.models import Card, Topic, User
 from app.pages import guest_cached
+from app.routes.quiz_models import Difficulty, Kind, Mode, QuizCreate
+from app.routes.quiz_views import load_item, load_quiz, start
 from app.services import quiz as quizzes
 from app.services.numeric import BYTE_UNITS
 from app.services.scheduling import (
@@ -29,201 +42,21 @@ from app.services.scheduling import (
     parse_rating,
     preview,
 )
-from app.sessions import flash, has_no_user_row
-from app.validation import ApiModel, EmptyIsNone, Position, RowId
+from app.validation import Position, RowId
 from app.web import templates
 
-router = APIRouter(prefix="/api/quizzes", tags=["quizzes"])
 pages = APIRouter(prefix="/quiz", tags=["pages"], include_in_schema=False)
-
-Mode = Literal["topics", "due", "weakest"]
-Kind = Literal["recall", "choice", "numeric"]
-Difficulty = Literal["easy", "medium", "hard"]
-
-
-def _all_kinds() -> list[Kind]:
-    return ["recall", "choice", "numeric"]
-
-
-# How to choose a quiz's cards.
-class QuizCreate(ApiModel):
-    mode: Mode = "topics"
-    topics: list[Annotated[str, Field(pattern=r"^[a-z0-9-]{1,80}$")]] = Field(
-        default_factory=list, max_length=50
-    )
-    difficulty: Annotated[Difficulty | None, EmptyIsNone] = None
-    size: int = Field(default=10, ge=1, le=10_000)
-    kinds: list[Kind] = Field(default_factory=_all_kinds, min_length=1, max_length=3)
-
-
-# An answer: `answer` (recall, optional), `picked` (choice), `value` and `unit` (numeric).
-class AnswerIn(ApiModel):
-    answer: str | None = Field(default=None, max_length=quizzes.MAX_TYPED_ANSWER)
-    picked: list[int] = Field(default_factory=list, max_length=20)
-    value: str | None = Field(default=None, max_length=100)
-    unit: str | None = Field(default=None, max_length=20)
-
-
-# A rating of a revealed recall question, with the indices of the key points the user got.
-class RatingIn(ApiModel):
-    rating: Literal["again", "hard", "good", "easy"]
-    key_points: list[int] = Field(default_factory=list, max_length=50)
-
-
-def _check_topics(session: SessionDep, topics: list[str]) -> None:
-    known = set(session.exec(select(Topic.slug)).all())
-    unknown = [t for t in topics if t not in known]
-    if unknown:
-        raise HTTPException(422, f"Unknown topic {unknown[0]!r}")
-
-
-def load_quiz(session: SessionDep, user: User, quiz_id: int) -> QuizSession:
-    assert user.id is not None
-    quiz = quizzes.get_quiz(session=session, user_id=user.id, quiz_id=quiz_id)
-    if quiz is None:
-        raise HTTPException(404, "Quiz not found")
-    return quiz
-
-
-def load_item(
-    session: SessionDep, user: User, quiz_id: int, position: int
-) -> tuple[QuizSession, QuizItem, Card]:
-    quiz = load_quiz(session, user, quiz_id)
-    item = quizzes.get_item(session=session, quiz=quiz, position=position)
-    card = session.get(Card, item.card_id) if item else None
-    if item is None or card is None:
-        raise HTTPException(404, "Question not found")
-    return quiz, item, card
-
-
-def quiz_json(session: SessionDep, quiz: QuizSession) -> dict[str, Any]:
-    items = quizzes.quiz_items(session=session, quiz=quiz)
-    titles = dict(
-        session.exec(select(Card.id, Card.title).where(col(Card.id).in_([i.card_id for i in items]))).all()
-    )
-    return {
-        "id": quiz.id,
-        "mode": quiz.mode,
-        "topics": quiz.topics,
-        "difficulty": quiz.difficulty,
-        "kinds": quiz.kinds,
-        "size": quiz.size,
-        "created_at": quiz.created_at.isoformat(),
-        "finished_at": quiz.finished_at.isoformat() if quiz.finished_at else None,
-        "current": quizzes.current_position(items),
-        "items": [
-            {
-                "position": i.position,
-                "kind": i.kind,
-                "card_id": i.card_id,
-                "title": titles.get(i.card_id, i.card_id),
-                "state": quizzes.item_state(i),
-                "rating": RATING_NAMES[Rating(i.rating)] if i.rating else None,
-                "due": i.due_after.isoformat() if i.due_after else None,
-            }
-            for i in items
-        ],
-    }
-
-
-def _start(
-    session: SessionDep, user: User, settings: SettingsDep, body: QuizCreate, now: datetime
-) -> QuizSession:
-    _check_topics(session, body.topics)
-    spec = quizzes.QuizSpec(
-        mode=body.mode,
-        topics=tuple(body.topics),
-        difficulty=body.difficulty,
-        size=body.size,
-        kinds=tuple(body.kinds),
-    )
-    try:
-        return quizzes.start_quiz(session=session, user=user, spec=spec, settings=settings, now=now)
-    except quizzes.QuizError as exc:
-        raise HTTPException(exc.status, exc.message) from None
-
-
-# --- JSON API -------------------------------------------------------------------------------------
-
-
-@router.post("", status_code=201)
-def api_start(
-    body: QuizCreate, user: CurrentUser, session: SessionDep, settings: SettingsDep, clock: ClockDep
-) -> dict[str, Any]:
-    return quiz_json(session, _start(session, user, settings, body, clock.now()))
-
-
-@router.get("")
-def api_list(user: Visitor, session: SessionDep) -> list[dict[str, Any]]:
-    assert user.id is not None
-    return [quiz_json(session, q) for q in quizzes.recent_quizzes(session=session, user_id=user.id, limit=50)]
-
-
-@router.get("/{quiz_id}")
-def api_get(quiz_id: RowId, user: Visitor, session: SessionDep) -> dict[str, Any]:
-    return quiz_json(session, load_quiz(session, user, quiz_id))
-
-
-@router.get("/{quiz_id}/items/{position}")
-def api_item(quiz_id: RowId, position: Position, user: Visitor, session: SessionDep) -> dict[str, Any]:
-    _, item, card = load_item(session, user, quiz_id, position)
-    return quizzes.item_view(item, card)
-
-
-@router.post("/{quiz_id}/items/{position}/answer")
-def api_answer(
-    quiz_id: RowId,
-    position: Position,
-    body: AnswerIn,
-    user: CurrentUser,
-    session: SessionDep,
-    settings: SettingsDep,
-    clock: ClockDep,
-) -> dict[str, Any]:
-    _, item, card = load_item(session, user, quiz_id, position)
-    try:
-        item = quizzes.answer_item(
-            session=session, user=user, item=item, settings=settings,
-            text=body.answer, picked=body.picked, value=body.value, unit=body.unit, now=clock.now(),
-        )  # fmt: skip
-    except quizzes.QuizError as exc:
-        raise HTTPException(exc.status, exc.message) from None
-    return quizzes.item_view(item, card)
-
-
-@router.post("/{quiz_id}/items/{position}/rate")
-def api_rate(
-    quiz_id: RowId,
-    position: Position,
-    body: RatingIn,
-    user: CurrentUser,
-    session: SessionDep,
-    settings: SettingsDep,
-    clock: ClockDep,
-) -> dict[str, Any]:
-    _, item, card = load_item(session, user, quiz_id, position)
-    try:
-        item = quizzes.rate_item(
-            session=session, user=user, item=item, rating=parse_rating(body.rating),
-            key_points=body.key_points, settings=settings, now=clock.now(),
-        )  # fmt: skip
-    except quizzes.QuizError as exc:
-        raise HTTPException(exc.status, exc.message) from None
-    return quizzes.item_view(item, card)
-
-
-# --- HTML pages -----------------------------------------------------------------------------------
 
 
 def _start_page(
     request: Request,
-    session: SessionDep,
+    session: Session,
     user: User,
-    settings: SettingsDep,
+    settings: Settings,
     *,
     now: datetime,
     form: dict[str, Any] | None = None,
-    error: str | None = None,
+    errors: dict[str, str] | None = None,
     status: int = 200,
 ) -> HTMLResponse:
     assert user.id is not None
@@ -238,19 +71,25 @@ def _start_page(
             "form": form
             or {"mode": "topics", "topics": [], "difficulty": "", "size": 10, "kinds": list(quizzes.KINDS)},
             "max_size": settings.quiz_max_size,
-            "error": error,
+            "errors": errors or {},
         },
         status_code=status,
     )
 
 
 @pages.get("", response_class=HTMLResponse)
-async def start_page(request: Request, site: SiteDep, clock: ClockDep, mode: Mode = "topics") -> Response:
-    settings = request.app.state.settings
+async def start_page(
+    request: Request,
+    site: SiteDep,
+    settings: SettingsDep,
+    engine: EngineDep,
+    clock: ClockDep,
+    mode: Mode = "topics",
+) -> Response:
     form = {"mode": mode, "topics": [], "difficulty": "", "size": 10, "kinds": list(quizzes.KINDS)}
     now = clock.now()
     if not has_no_user_row(request):
-        return await run_in_threadpool(_start_page_for_visitor, request, settings, now, form)
+        return await run_in_threadpool(_start_page_for_visitor, request, engine, settings, now, form)
 
     # Nothing reviewed, no quiz yet: the counts follow from the bank alone, the same for everyone
     # without a row (each gets their own CSRF token in the form).
@@ -261,7 +100,7 @@ async def start_page(request: Request, site: SiteDep, clock: ClockDep, mode: Mod
             "recent": [],
             "form": form,
             "max_size": settings.quiz_max_size,
-            "error": None,
+            "errors": {},
         }
         return templates.TemplateResponse(request, "quiz/start.html", context)
 
@@ -269,9 +108,9 @@ async def start_page(request: Request, site: SiteDep, clock: ClockDep, mode: Mod
 
 
 def _start_page_for_visitor(
-    request: Request, settings: Settings, now: datetime, form: dict[str, Any]
+    request: Request, engine: Engine, settings: Settings, now: datetime, form: dict[str, Any]
 ) -> HTMLResponse:
-    with Session(request.app.state.engine) as session:
+    with Session(engine) as session:
         user = find_user(request, session) or User(id=0)
         return _start_page(request, session, user, settings, now=now, form=form)
 
@@ -299,22 +138,16 @@ def start_form(
             settings,
             now=now,
             form=form,
-            error="Choose at least one kind of question.",
+            errors={"kinds": "Choose at least one kind of question."},
             status=422,
         )
     body = QuizCreate(mode=mode, topics=topics, difficulty=difficulty or None, size=size, kinds=kinds)
     try:
-        quiz = _start(session, user, settings, body, now)
-    except HTTPException as exc:
+        quiz = start(session, user, settings, body, now)
+    except quizzes.QuizError as exc:
+        errors = {exc.field or "form": exc.message}
         return _start_page(
-            request,
-            session,
-            user,
-            settings,
-            now=now,
-            form=form,
-            error=str(exc.detail),
-            status=exc.status_code,
+            request, session, user, settings, now=now, form=form, errors=errors, status=exc.status
         )
     if quiz.size < size:
         # Fewer than asked: say why rather than leave the user to count.

@@ -1,4 +1,4 @@
-"""Signed sessions: a guest token for every visitor, the signed-in account, CSRF tokens and flashes.
+"""Signed cookie sessions (not the database's): a guest token per visitor, the account, CSRF, flashes.
 
 The cookie is Starlette's SessionMiddleware (itsdangerous-signed, HttpOnly, SameSite=Lax);
 this middleware, inside it, makes sure the session holds a guest token. The cookie is signed,

@@ -1,0 +1,180 @@
+"""Timed mock interviews, the JSON API (/api/mock); the pages are app/routes/mock_pages.py.
+
+An interview belongs to the user who started it: anyone else gets 404 for it. The server owns
+the clock (app/services/mock): after the deadline, answers get 409. A MockError the service
+raises reaches the client through the one ServiceError handler of app/main.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import JSONResponse, Response
+
+from app.deps import (
+    CatalogDep,
+    ClockDep,
+    CurrentUser,
+    GradingDep,
+    SessionDep,
+    SettingsDep,
+    SubmitLimiter,
+    Visitor,
+)
+from app.routes.mock_models import (
+    MockAnswer,
+    MockCode,
+    MockCreate,
+    MockReport,
+    MockScore,
+    MockShareLink,
+    MockState,
+    MockSummary,
+)
+from app.routes.mock_views import SHARED_HEADERS, find_mock, find_shared, share_url, state_json, summary_json
+from app.routes.submissions import submission_json
+from app.services import mock as mocks
+from app.validation import RowId
+
+router = APIRouter(prefix="/api/mock", tags=["mock interviews"])
+
+# The state carries some keys only in some states: absent stays absent (see app/routes/public.py).
+
+
+@router.get("", response_model=list[MockSummary])
+def list_mocks(
+    session: SessionDep, catalog: CatalogDep, user: Visitor, clock: ClockDep
+) -> list[dict[str, Any]]:
+    now = clock.now()
+    return [
+        summary_json(session, m, catalog, now) for m in mocks.history(session=session, user_id=user.id or 0)
+    ]
+
+
+@router.post("", status_code=201, response_model=MockState, response_model_exclude_unset=True)
+def create_mock(
+    body: MockCreate,
+    session: SessionDep,
+    settings: SettingsDep,
+    catalog: CatalogDep,
+    user: CurrentUser,
+    clock: ClockDep,
+) -> dict[str, Any]:
+    now = clock.now()
+    spec = mocks.MockSpec(body.minutes, tuple(body.topics), body.difficulty, body.with_challenge)
+    mock = mocks.start_mock(
+        session=session, user=user, spec=spec, catalog=catalog, settings=settings, now=now
+    )
+    return state_json(session=session, mock=mock, catalog=catalog, now=now)
+
+
+@router.get("/shared/{token}", response_model=MockReport)
+def api_shared_report(token: str, session: SessionDep, catalog: CatalogDep, clock: ClockDep) -> JSONResponse:
+    mock = find_shared(session, token)
+    report = mocks.build_report(session=session, mock=mock, catalog=catalog, now=clock.now())
+    return JSONResponse(report.to_json(), headers=SHARED_HEADERS)
+
+
+@router.get("/{mock_id}", response_model=MockState, response_model_exclude_unset=True)
+def get_mock_state(
+    mock_id: RowId, session: SessionDep, catalog: CatalogDep, user: Visitor, clock: ClockDep
+) -> dict[str, Any]:
+    now = clock.now()
+    mock = find_mock(session, user.id, mock_id)
+    mocks.close_if_due(session=session, mock=mock, now=now)
+    return state_json(session=session, mock=mock, catalog=catalog, now=now)
+
+
+@router.post("/{mock_id}/answers", response_model=MockState, response_model_exclude_unset=True)
+def post_answer(
+    mock_id: RowId,
+    body: MockAnswer,
+    session: SessionDep,
+    settings: SettingsDep,
+    catalog: CatalogDep,
+    user: CurrentUser,
+    clock: ClockDep,
+) -> dict[str, Any]:
+    now = clock.now()
+    mock = find_mock(session, user.id, mock_id)
+    mocks.answer(
+        session=session, mock=mock, position=body.position, step=body.step, settings=settings, now=now,
+        text=body.text, value=body.value, unit=body.unit, picked=body.picked,
+    )  # fmt: skip
+    return state_json(session=session, mock=mock, catalog=catalog, now=now)
+
+
+@router.post("/{mock_id}/submissions", status_code=202)
+def post_code(
+    mock_id: RowId,
+    body: MockCode,
+    session: SessionDep,
+    settings: SettingsDep,
+    user: CurrentUser,
+    clock: ClockDep,
+    grading: GradingDep,
+    limiter: SubmitLimiter,
+) -> JSONResponse:
+    """The submission's JSON, as POST /api/challenges/{slug}/submissions answers it."""
+    now = clock.now()
+    mock = find_mock(session, user.id, mock_id)
+    if len(body.code.encode("utf-8", "surrogatepass")) > settings.max_code_bytes:
+        raise HTTPException(413, f"Code is over {settings.max_code_bytes // 1024} KiB")
+    mocks.ensure_running(session=session, mock=mock, now=now)
+    # The same bucket as the challenge pages: a mock interview is no way around the rate limit.
+    wait = limiter.hit(f"{settings.queue_name}:submit:{user.id}")
+    if wait:
+        raise HTTPException(429, "You are submitting too fast", headers={"Retry-After": str(wait)})
+    submission = mocks.submit_code(session=session, mock=mock, grading=grading, code=body.code, now=now)
+    return JSONResponse(submission_json(submission), status_code=202)
+
+
+@router.post("/{mock_id}/finish", response_model=MockState, response_model_exclude_unset=True)
+def post_finish(
+    mock_id: RowId, session: SessionDep, catalog: CatalogDep, user: CurrentUser, clock: ClockDep
+) -> dict[str, Any]:
+    now = clock.now()
+    mock = find_mock(session, user.id, mock_id)
+    mocks.finish(session=session, mock=mock, now=now)
+    return state_json(session=session, mock=mock, catalog=catalog, now=now)
+
+
+@router.post("/{mock_id}/score", response_model=MockReport)
+def post_score(
+    mock_id: RowId,
+    body: MockScore,
+    session: SessionDep,
+    settings: SettingsDep,
+    catalog: CatalogDep,
+    user: CurrentUser,
+    clock: ClockDep,
+) -> dict[str, Any]:
+    now = clock.now()
+    mock = find_mock(session, user.id, mock_id)
+    marks = {m.position: mocks.Mark(tuple(m.key_points), m.follow_up) for m in body.items}
+    mocks.score_mock(session=session, user=user, mock=mock, marks=marks, settings=settings, now=now)
+    return mocks.build_report(session=session, mock=mock, catalog=catalog, now=now).to_json()
+
+
+@router.get("/{mock_id}/report", response_model=MockReport)
+def get_report(
+    mock_id: RowId, session: SessionDep, catalog: CatalogDep, user: Visitor, clock: ClockDep
+) -> dict[str, Any]:
+    now = clock.now()
+    mock = find_mock(session, user.id, mock_id)
+    if not mocks.close_if_due(session=session, mock=mock, now=now):
+        raise HTTPException(409, "The interview is still running: the report comes once the clock stops")
+    return mocks.build_report(session=session, mock=mock, catalog=catalog, now=now).to_json()
+
+
+@router.post("/{mock_id}/share", response_model=MockShareLink)
+def post_share(mock_id: RowId, request: Request, session: SessionDep, user: CurrentUser) -> dict[str, str]:
+    token = mocks.share(session=session, mock=find_mock(session, user.id, mock_id))
+    return {"token": token, "url": share_url(request, token)}
+
+
+@router.delete("/{mock_id}/share", status_code=204)
+def delete_share(mock_id: RowId, session: SessionDep, user: CurrentUser) -> Response:
+    mocks.revoke(session=session, mock=find_mock(session, user.id, mock_id))
+    return Response(status_code=204)

@@ -1,0 +1,84 @@
+"""Quiz sessions, the JSON API (/api/quizzes); the pages are app/routes/quiz_pages.py.
+
+A QuizError the service raises reaches the client through the one ServiceError handler of
+app/main.py: these routes never catch it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from app.deps import ClockDep, CurrentUser, SessionDep, SettingsDep, Visitor
+from app.routes.quiz_models import AnswerIn, QuizCreate, QuizItemPublic, QuizPublic, RatingIn
+from app.routes.quiz_views import load_item, load_quiz, quiz_json, start
+from app.services import quiz as quizzes
+from app.services.scheduling import parse_rating
+from app.validation import Position, RowId
+
+router = APIRouter(prefix="/api/quizzes", tags=["quizzes"])
+
+
+@router.post("", status_code=201, response_model=QuizPublic)
+def api_start(
+    body: QuizCreate, user: CurrentUser, session: SessionDep, settings: SettingsDep, clock: ClockDep
+) -> dict[str, Any]:
+    return quiz_json(session, start(session, user, settings, body, clock.now()))
+
+
+@router.get("", response_model=list[QuizPublic])
+def api_list(user: Visitor, session: SessionDep) -> list[dict[str, Any]]:
+    assert user.id is not None
+    return [quiz_json(session, q) for q in quizzes.recent_quizzes(session=session, user_id=user.id, limit=50)]
+
+
+@router.get("/{quiz_id}", response_model=QuizPublic)
+def api_get(quiz_id: RowId, user: Visitor, session: SessionDep) -> dict[str, Any]:
+    return quiz_json(session, load_quiz(session, user, quiz_id))
+
+
+@router.get("/{quiz_id}/items/{position}", response_model=QuizItemPublic, response_model_exclude_unset=True)
+def api_item(quiz_id: RowId, position: Position, user: Visitor, session: SessionDep) -> dict[str, Any]:
+    _, item, card = load_item(session, user, quiz_id, position)
+    return quizzes.item_view(item, card)
+
+
+@router.post(
+    "/{quiz_id}/items/{position}/answer", response_model=QuizItemPublic, response_model_exclude_unset=True
+)
+def api_answer(
+    quiz_id: RowId,
+    position: Position,
+    body: AnswerIn,
+    user: CurrentUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+) -> dict[str, Any]:
+    _, item, card = load_item(session, user, quiz_id, position)
+    item = quizzes.answer_item(
+        session=session, user=user, item=item, settings=settings,
+        text=body.answer, picked=body.picked, value=body.value, unit=body.unit, now=clock.now(),
+    )  # fmt: skip
+    return quizzes.item_view(item, card)
+
+
+@router.post(
+    "/{quiz_id}/items/{position}/rate", response_model=QuizItemPublic, response_model_exclude_unset=True
+)
+def api_rate(
+    quiz_id: RowId,
+    position: Position,
+    body: RatingIn,
+    user: CurrentUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+) -> dict[str, Any]:
+    _, item, card = load_item(session, user, quiz_id, position)
+    item = quizzes.rate_item(
+        session=session, user=user, item=item, rating=parse_rating(body.rating),
+        key_points=body.key_points, settings=settings, now=clock.now(),
+    )  # fmt: skip
+    return quizzes.item_view(item, card)

@@ -1,0 +1,66 @@
+"""One translation of a service's refusal (ServiceError): the API's JSON keeps the shape clients
+know and adds the field; a page shows the message beside that field and keeps what was chosen."""
+
+from __future__ import annotations
+
+import re
+
+from fastapi.testclient import TestClient
+
+from tests.services.factories import PASSWORD, csrf, signup
+
+
+def _fieldset(html: str, legend: str) -> str:
+    """The fieldset whose legend starts with `legend`."""
+    match = re.search(r"<fieldset[^>]*>\s*<legend>" + legend + r".*?</fieldset>", html, re.S)
+    assert match, f"no fieldset {legend!r}"
+    return match.group(0)
+
+
+def test_a_422_keeps_its_validation_shape_and_names_the_field(client: TestClient) -> None:
+    response = client.post("/api/mock", json={"minutes": 15, "topics": ["no-such-topic"]})
+    assert response.status_code == 422
+    assert response.json() == {
+        "detail": [{"loc": ["body"], "msg": "Unknown topic 'no-such-topic'", "type": "value_error"}],
+        "field": "topics",
+    }
+    quiz = client.post("/api/quizzes", json={"size": 9_999})
+    assert quiz.status_code == 422 and quiz.json()["field"] == "size"
+
+
+def test_other_statuses_answer_detail_as_a_string(client: TestClient) -> None:
+    signup(client, "taken@example.com")
+    again = client.post("/api/auth/signup", json={"email": "taken@example.com", "password": PASSWORD})
+    assert again.status_code == 409
+    assert again.json() == {"detail": "That email already has an account: log in instead.", "field": "email"}
+    wrong = client.post("/api/auth/login", json={"email": "taken@example.com", "password": "not it"})
+    assert wrong.status_code == 401 and wrong.json()["detail"] == "Wrong email or password."
+    refused = client.put(
+        "/api/account/password", json={"current_password": "not it", "new_password": "x" * 20}
+    )
+    assert refused.status_code == 403 and refused.json()["field"] == "current_password"
+
+
+def test_the_mock_setup_shows_the_error_beside_its_field_and_keeps_the_choices(client: TestClient) -> None:
+    data = {
+        "csrf_token": csrf(client, "/mock"),
+        "length": "45",
+        "topics": "no-such-topic",
+        "difficulty": "hard",
+    }
+    page = client.post("/mock", data=data)
+    assert page.status_code == 422
+    topics = _fieldset(page.text, "Topics")
+    assert 'class="field-error"' in topics and "Unknown topic" in topics
+    assert "Unknown topic" not in _fieldset(page.text, "Length")
+    assert re.search(r'value="45"\s+checked', page.text)
+    assert re.search(r'value="hard"\s+selected', page.text)
+
+
+def test_the_quiz_start_shows_the_error_beside_its_field(client: TestClient) -> None:
+    token = csrf(client, "/quiz")
+    no_kind = client.post("/quiz", data={"csrf_token": token, "size": "7"})
+    assert no_kind.status_code == 422
+    assert "at least one kind" in _fieldset(no_kind.text, "Options") and 'value="7"' in no_kind.text
+    unknown = client.post("/quiz", data={"csrf_token": token, "topics": "no-such-topic", "kinds": "recall"})
+    assert unknown.status_code == 422 and "Unknown topic" in _fieldset(unknown.text, "Topics")
