@@ -7,15 +7,18 @@ from typing import Annotated
 
 from fastapi import Depends, Form, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
+from pydantic import Field as PydanticField
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from app.config import Settings
 from app.content.catalog import Catalog
+from app.content.challenges import Challenge
 from app.db import get_session
 from app.models import User
 from app.services.accounts import fingerprint
 from app.services.clock import SYSTEM_CLOCK, Clock
+from app.services.grading import GradingQueue
 from app.services.site import SiteContent
 from app.sessions import (
     USER_KEY,
@@ -26,6 +29,7 @@ from app.sessions import (
     remember_guest_row,
     session_account,
 )
+from app.validation import ApiModel
 
 
 # The dependencies that only read app.state are coroutines: FastAPI runs a plain function
@@ -156,3 +160,45 @@ async def _clock_dependency(request: Request) -> Clock:
 
 
 ClockDep = Annotated[Clock, Depends(_clock_dependency)]
+
+
+async def app_grading(request: Request) -> GradingQueue:
+    return request.app.state.grading  # type: ignore[no-any-return]
+
+
+# The grading queue: submissions go in, verdicts come out on their own thread.
+GradingDep = Annotated[GradingQueue, Depends(app_grading)]
+
+
+async def challenge_by_slug(slug: str, catalog: CatalogDep) -> Challenge:
+    challenge = catalog.challenge(slug)
+    if challenge is None:
+        raise HTTPException(404, "Challenge not found")
+    return challenge
+
+
+# The challenge the path's {slug} names, or 404.
+ChallengeDep = Annotated[Challenge, Depends(challenge_by_slug)]
+
+
+# The body of a code submission, on a challenge's page or in a mock interview.
+class CodeSubmission(ApiModel):
+    code: str = PydanticField(description="Python source defining the challenge's entry point")
+
+
+def submit_allowed(body: CodeSubmission, request: Request, settings: SettingsDep, user: CurrentUser) -> str:
+    """The submitted code, once it is small enough and the visitor is not submitting too fast.
+
+    One bucket per user for the challenge pages and the mock interviews alike: a mock interview
+    is no way around the rate limit.
+    """
+    if len(body.code.encode("utf-8", "surrogatepass")) > settings.max_code_bytes:
+        raise HTTPException(413, f"Code is over {settings.max_code_bytes // 1024} KiB")
+    wait = request.app.state.submit_limiter.hit(f"{settings.queue_name}:submit:{user.id}")
+    if wait:
+        raise HTTPException(429, "You are submitting too fast", headers={"Retry-After": str(wait)})
+    return body.code
+
+
+# The code of a submission that passed the size and rate check (413, 429 otherwise).
+SubmitAllowed = Annotated[str, Depends(submit_allowed)]
