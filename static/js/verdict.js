@@ -59,9 +59,20 @@
         li.appendChild(msg);
       }
       if (row.names.length > 1) {
-        const also = document.createElement("span");
+        // The other tests' names, folded away: the message is what matters.
+        const also = document.createElement("details");
         also.className = "also-failed";
-        also.textContent = `Also: ${row.names.slice(1).join("; ")}`;
+        const summary = document.createElement("summary");
+        summary.textContent = `Which ${plural(row.names.length - 1, "other test")}`;
+        // Not a nested list: "#tests li" stays one item per line of the verdict.
+        const names = document.createElement("div");
+        names.className = "other-tests";
+        for (const name of row.names.slice(1)) {
+          const item = document.createElement("p");
+          item.textContent = name;
+          names.appendChild(item);
+        }
+        also.append(summary, names);
         li.appendChild(also);
       }
       list.appendChild(li);
