@@ -5,28 +5,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 
-import pytest
 from fastapi.testclient import TestClient
 
-from app.config import Settings
-from app.main import create_app
 from tests.routes.test_submissions import CHALLENGES, submit, wait_for_verdict
 
 SLUG = "kv-cache-bytes"
 SOLUTION = (CHALLENGES / SLUG / "solution.py").read_text()
 STARTER = (CHALLENGES / SLUG / "starter.py").read_text()
 VERDICT_KEYS = ["challenge", "verdict", "tests", "diagnosis", "duration_ms", "id", "status"]
-
-
-@pytest.fixture
-def grading_client(db_url: str) -> Iterator[TestClient]:
-    settings = Settings(
-        database_url=db_url, grading_workers=1, embedded_queue="memory", submissions_per_minute=5
-    )
-    with TestClient(create_app(settings)) as client:
-        yield client
 
 
 def last_submission(page: str) -> object:
