@@ -9,7 +9,11 @@ from fastapi.responses import HTMLResponse, Response
 from sqlmodel import Session, col, select
 from starlette.concurrency import run_in_threadpool
 
-from app.challenge_models import (
+from app.content.challenges import Challenge
+from app.deps import CatalogDep, ChallengeDep, SessionDep, Visitor, find_user
+from app.models import Submission
+from app.pages import guest_cached
+from app.routes.challenge_models import (
     ChallengePublic,
     ChallengeSolution,
     ChallengeSummary,
@@ -19,10 +23,6 @@ from app.challenge_models import (
     submission_public,
     submission_summary,
 )
-from app.content.challenges import Challenge
-from app.deps import CatalogDep, ChallengeDep, SessionDep, Visitor, find_user
-from app.models import Submission
-from app.pages import guest_cached
 from app.sessions import has_no_user_row
 from app.web import templates
 from graders.verdict import Verdict

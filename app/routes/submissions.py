@@ -11,7 +11,9 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
-from app.challenge_models import (
+from app.deps import ChallengeDep, CurrentUser, GradingDep, SessionDep, SubmitAllowed, find_user
+from app.models import Submission
+from app.routes.challenge_models import (
     SubmissionCode,
     SubmissionPublic,
     SubmissionStatus,
@@ -19,8 +21,6 @@ from app.challenge_models import (
     submission_public,
     verdict_public,
 )
-from app.deps import ChallengeDep, CurrentUser, GradingDep, SessionDep, SubmitAllowed, find_user
-from app.models import Submission
 
 router = APIRouter(prefix="/api", tags=["submissions"])
 # The longest a long-poll may wait; a client asks again after an answer still "queued"/"running".

@@ -3,7 +3,9 @@ a submission becomes JSON.
 
 The verdict JSON is CONTRACT.md's, key for key and in its order: `SubmissionPublic` declares the
 fields in that order, and routes answer it with `response_model_exclude_none` so a submission still
-grading is `{"id", "status"}` alone, and a verdict carries `output` only when there is some.
+grading is `{"id", "status"}` alone, and a verdict carries `output` only when there is some. A key
+the grader adds that the model does not name yet is kept (`extra="allow"`), never dropped silently.
+Timestamps stay the strings `datetime.isoformat()` writes (pydantic would write UTC as "Z").
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from app.content.challenges import Challenge
 from app.content.schema import Difficulty
@@ -50,6 +52,7 @@ class ChallengeSolution(BaseModel):
 
 # One test of a verdict.
 class TestPublic(BaseModel):
+    model_config = ConfigDict(extra="allow")
     __test__ = False  # not a pytest test class
 
     name: str
@@ -59,6 +62,8 @@ class TestPublic(BaseModel):
 
 # A submission: `{"id", "status"}` while grading, CONTRACT.md's verdict plus id and status once done.
 class SubmissionPublic(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
     challenge: str | None = None
     verdict: Verdict | None = None
     tests: list[TestPublic] | None = None
