@@ -8,12 +8,14 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Form, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
+from pydantic import Field as PydanticField
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from app.config import Settings
 from app.content.catalog import Catalog
+from app.content.challenges import Challenge
 from app.cookie_session import (
     USER_KEY,
     csrf_valid,
@@ -31,6 +33,7 @@ from app.services.clock import SYSTEM_CLOCK, Clock
 from app.services.grading import GradingQueue
 from app.services.ratelimit import RateLimiter
 from app.services.site import SiteContent
+from app.validation import ApiModel
 
 
 def _from_state(name: str) -> Callable[[Request], Awaitable[Any]]:
@@ -181,3 +184,39 @@ async def _clock_dependency(request: Request) -> Clock:
 
 
 ClockDep = Annotated[Clock, Depends(_clock_dependency)]
+
+
+async def challenge_by_slug(slug: str, catalog: CatalogDep) -> Challenge:
+    challenge = catalog.challenge(slug)
+    if challenge is None:
+        raise HTTPException(404, "Challenge not found")
+    return challenge
+
+
+# The challenge the path's {slug} names, or 404.
+ChallengeDep = Annotated[Challenge, Depends(challenge_by_slug)]
+
+
+# The body of a code submission, on a challenge's page or in a mock interview.
+class CodeSubmission(ApiModel):
+    code: str = PydanticField(description="Python source defining the challenge's entry point")
+
+
+def submit_allowed(
+    body: CodeSubmission, limiter: SubmitLimiter, settings: SettingsDep, user: CurrentUser
+) -> str:
+    """The submitted code, once it is small enough and the visitor is not submitting too fast.
+
+    One bucket per user for the challenge pages and the mock interviews alike: a mock interview
+    is no way around the rate limit.
+    """
+    if len(body.code.encode("utf-8", "surrogatepass")) > settings.max_code_bytes:
+        raise HTTPException(413, f"Code is over {settings.max_code_bytes // 1024} KiB")
+    wait = limiter.hit(f"{settings.queue_name}:submit:{user.id}")
+    if wait:
+        raise HTTPException(429, "You are submitting too fast", headers={"Retry-After": str(wait)})
+    return body.code
+
+
+# The code of a submission that passed the size and rate check (413, 429 otherwise).
+SubmitAllowed = Annotated[str, Depends(submit_allowed)]

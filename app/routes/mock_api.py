@@ -7,9 +7,9 @@ raises reaches the client through the one ServiceError handler of app/main.py.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import JSONResponse, Response
 
 from app.deps import (
@@ -19,12 +19,13 @@ from app.deps import (
     GradingDep,
     SessionDep,
     SettingsDep,
-    SubmitLimiter,
+    SubmitAllowed,
     Visitor,
 )
+from app.models import MockInterview
+from app.routes.challenge_models import SubmissionPublic, submission_public
 from app.routes.mock_models import (
     MockAnswer,
-    MockCode,
     MockCreate,
     MockReport,
     MockScore,
@@ -33,7 +34,6 @@ from app.routes.mock_models import (
     MockSummary,
 )
 from app.routes.mock_views import SHARED_HEADERS, find_mock, find_shared, share_url, state_json, summary_json
-from app.routes.submissions import submission_json
 from app.services import mock as mocks
 from app.validation import RowId
 
@@ -105,29 +105,30 @@ def post_answer(
     return state_json(session=session, mock=mock, catalog=catalog, now=now)
 
 
-@router.post("/{mock_id}/submissions", status_code=202)
+def owned_mock(mock_id: RowId, session: SessionDep, user: CurrentUser) -> MockInterview:
+    """The visitor's own interview the path names, or 404 (resolved before the code's size and rate check)."""
+    return find_mock(session, user.id, mock_id)
+
+
+@router.post(
+    "/{mock_id}/submissions",
+    status_code=202,
+    response_model=SubmissionPublic,
+    response_model_exclude_none=True,
+)
 def post_code(
-    mock_id: RowId,
-    body: MockCode,
+    mock: Annotated[MockInterview, Depends(owned_mock)],
+    code: SubmitAllowed,
     session: SessionDep,
-    settings: SettingsDep,
-    user: CurrentUser,
     clock: ClockDep,
     grading: GradingDep,
-    limiter: SubmitLimiter,
-) -> JSONResponse:
-    """The submission's JSON, as POST /api/challenges/{slug}/submissions answers it."""
+) -> SubmissionPublic:
+    """The submission's JSON, as POST /api/challenges/{slug}/submissions answers it; the size and
+    rate check is the challenge pages' (one bucket: a mock interview is no way around it)."""
     now = clock.now()
-    mock = find_mock(session, user.id, mock_id)
-    if len(body.code.encode("utf-8", "surrogatepass")) > settings.max_code_bytes:
-        raise HTTPException(413, f"Code is over {settings.max_code_bytes // 1024} KiB")
     mocks.ensure_running(session=session, mock=mock, now=now)
-    # The same bucket as the challenge pages: a mock interview is no way around the rate limit.
-    wait = limiter.hit(f"{settings.queue_name}:submit:{user.id}")
-    if wait:
-        raise HTTPException(429, "You are submitting too fast", headers={"Retry-After": str(wait)})
-    submission = mocks.submit_code(session=session, mock=mock, grading=grading, code=body.code, now=now)
-    return JSONResponse(submission_json(submission), status_code=202)
+    submission = mocks.submit_code(session=session, mock=mock, grading=grading, code=code, now=now)
+    return submission_public(submission)
 
 
 @router.post("/{mock_id}/finish", response_model=MockState, response_model_exclude_unset=True)

@@ -6,7 +6,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from app.enums import MockEndedBy, MockItemKind, MockPhase, MockStatus, SubmissionStatus
+from app.enums import MockEndedBy, MockItemKind, MockPhase, MockStatus
+from app.routes.challenge_models import SubmissionSummary
 from app.routes.public import Number, Public, Timestamp, public_model
 from app.services import mock as mocks
 from app.validation import ApiModel, BodyPosition, EmptyIsNone
@@ -39,11 +40,6 @@ class MockAnswer(ApiModel):
     picked: list[int] = Field(default_factory=list, max_length=20)  # multiple choice
 
 
-# Code for the interview's coding problem.
-class MockCode(ApiModel):
-    code: str
-
-
 # The user's scoring of one question: the key points covered, and whether the follow-up was.
 class MockMark(ApiModel):
     position: BodyPosition
@@ -66,14 +62,6 @@ class MockChallengeView(Public):
     prompt: str
     entry_point: str
     starter_code: str | None
-
-
-# One submission of the interview's code.
-class MockSubmissionRow(Public):
-    id: int | None
-    status: SubmissionStatus
-    verdict: str | None
-    created_at: Timestamp
 
 
 # A numeric problem's input: the units offered, the expected one, and the model's config.
@@ -105,7 +93,7 @@ class MockCurrent(Public):
     numeric: MockNumericView | None = None
     choice: MockChoiceView | None = None
     challenge: MockChallengeView | None = None
-    submissions: list[MockSubmissionRow] | None = None
+    submissions: list[SubmissionSummary] | None = None  # the interview's code, oldest first
     answer: str | None = None
     follow_up: str | None = None
 

@@ -14,6 +14,7 @@ from sqlmodel import Session
 
 from app.content.catalog import Catalog
 from app.models import Card, MockInterview, MockItem
+from app.routes.challenge_models import submission_summary
 from app.services import mock as mocks
 
 # Headers of the shared report: the token must not leak through links, nor the page into search engines.
@@ -53,10 +54,7 @@ def _challenge_view(
         "entry_point": challenge.meta.entry_point if challenge else "",
         "starter_code": challenge.starter if challenge and with_code else None,
     }
-    view["submissions"] = [
-        {"id": s.id, "status": s.status, "verdict": s.verdict, "created_at": s.created_at.isoformat()}
-        for s in submissions
-    ]
+    view["submissions"] = [submission_summary(s).model_dump(mode="json") for s in submissions]
     return view
 
 

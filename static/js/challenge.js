@@ -1,30 +1,28 @@
-// The challenge page: editor, drafts that survive reloads, submit, poll for the verdict, hints, solution.
+// The challenge page: the editor and its draft, Submit (button or Ctrl/Cmd+Enter), the verdict
+// (the last one again after a reload), past attempts with their code, hints, the solution.
 (function () {
   const root = document.querySelector(".challenge");
   if (!root) return;
   const slug = root.dataset.slug;
-  const draftKey = `kvprep:draft:${slug}`;
   const textarea = document.getElementById("code");
   const starter = JSON.parse(document.getElementById("starter-code").textContent);
   const draftStatus = document.getElementById("draft-status");
+  const submit = document.getElementById("submit");
+  const { show, grading, poll, labels, renderTests, summaryText } = window.kvprepVerdict;
 
-  const saved = localStorage.getItem(draftKey);
-  if (saved !== null) textarea.value = saved;
-  const saveDraft = (text) => {
-    localStorage.setItem(draftKey, text);
-    draftStatus.textContent = "Draft saved";
-  };
-  let editor = null;
-  if (window.kvprepEditor) {
-    editor = window.kvprepEditor.mount(textarea, { onChange: saveDraft });
-  } else {
-    textarea.addEventListener("input", () => saveDraft(textarea.value));
-  }
-  const getCode = () => (editor ? editor.getValue() : textarea.value);
+  const editor = window.kvprepCoding.editorWithDraft(textarea, {
+    key: `kvprep:draft:${slug}`,
+    status: draftStatus,
+    onSubmit: () => {
+      if (!submit.disabled) submit.click();
+    },
+  });
+  // For the Run panel (static/js/challenge_run.js): the code as it stands in the editor.
+  window.kvprepChallenge = { slug, getCode: editor.getValue, setCode: editor.setValue };
 
   document.getElementById("reset-code").addEventListener("click", () => {
-    if (editor) editor.setValue(starter); else textarea.value = starter;
-    localStorage.removeItem(draftKey);
+    editor.setValue(starter);
+    editor.forgetDraft();
     draftStatus.textContent = "Starter code restored";
   });
 
@@ -36,25 +34,47 @@
     if (hidden.length <= 1) nextHint.hidden = true;
   });
 
-  const submit = document.getElementById("submit");
-  const { show, grading, poll } = window.kvprepVerdict;
+  const render = (data) => window.kvprepVerdict.render(data, { heading: "Likely cause" });
 
-  function render(data) {
-    window.kvprepVerdict.render(data, { heading: "Likely cause" });
-    addHistory(data);
-    unlockSolution();
+  // The attempts list: one line per submission, newest first (as templates/challenges/_attempt.html).
+  const history = document.getElementById("history");
+  const when = (iso) => iso.slice(0, 16).replace("T", " ");
+
+  function attemptItem(data, createdAt) {
+    const li = document.createElement("li");
+    li.className = `attempt ${data.verdict ? (data.verdict === "passed" ? "pass" : "fail") : ""}`.trim();
+    li.dataset.id = data.id;
+    const open = document.createElement("button");
+    open.type = "button";
+    open.className = "attempt-open";
+    open.dataset.id = data.id;
+    open.dataset.when = createdAt;
+    const badge = document.createElement("span");
+    badge.className = `badge ${data.verdict || "queued"}`;
+    badge.textContent = data.verdict || data.status;
+    open.append(badge);
+    const score = summaryText(data.tests);
+    if (score) {
+      const span = document.createElement("span");
+      span.className = "attempt-score";
+      span.textContent = score;
+      open.append(" ", span);
+    }
+    const time = document.createElement("span");
+    time.className = "muted";
+    time.textContent = createdAt;
+    open.append(" ", time);
+    li.append(open);
+    return li;
   }
 
-  function addHistory(data) {
-    const list = document.getElementById("history");
+  function track(data) {
     document.getElementById("no-attempts")?.remove();
-    const li = document.createElement("li");
-    li.className = data.verdict === "passed" ? "pass" : "fail";
-    const badge = document.createElement("span");
-    badge.className = `badge ${data.verdict}`;
-    badge.textContent = data.verdict;
-    li.append(badge, ` ${data.duration_ms} ms`);
-    list.prepend(li);
+    const old = history.querySelector(`li[data-id="${data.id}"]`);
+    const createdAt = old ? old.querySelector(".attempt-open").dataset.when : when(new Date().toISOString());
+    const li = attemptItem(data, createdAt);
+    if (old) old.replaceWith(li);
+    else history.prepend(li);
   }
 
   function unlockSolution() {
@@ -62,28 +82,84 @@
     document.getElementById("show-solution").hidden = false;
   }
 
+  async function waitAndShow(id) {
+    const data = await poll(id);
+    render(data);
+    track(data);
+  }
+
   submit.addEventListener("click", async () => {
     submit.disabled = true;
     grading();
     try {
-      const response = await fetch(`/api/challenges/${slug}/submissions`, {
-        method: "POST",
-        headers: { "Content-Type": "application/json", Accept: "application/json" },
-        body: JSON.stringify({ code: getCode() }),
-      });
-      const body = await response.json().catch(() => ({}));
-      if (response.status === 429) {
-        show(`Slow down: try again in ${response.headers.get("Retry-After")} s.`, "error");
-      } else if (!response.ok) {
-        show(body.detail ? String(body.detail) : `Submission refused (${response.status})`, "error");
-      } else {
-        render(await poll(body.id));
+      const sent = await window.kvprepCoding.submitCode(`/api/challenges/${slug}/submissions`, editor.getValue());
+      if (!sent.ok) {
+        show(sent.message, "error");
+        return;
       }
+      track(sent.body);
+      unlockSolution();
+      await waitAndShow(sent.body.id);
     } catch (err) {
       show(`Could not reach the grader: ${err.message}`, "error");
     } finally {
       submit.disabled = false;
     }
+  });
+
+  // After a reload: the latest attempt's verdict again, or wait for it if it is still grading.
+  const last = JSON.parse(document.getElementById("last-submission").textContent);
+  if (last && last.status === "done") {
+    render(last);
+  } else if (last) {
+    grading();
+    waitAndShow(last.id).catch((err) => show(`Could not reach the grader: ${err.message}`, "error"));
+  }
+
+  // A past attempt: its code (read-only) and its verdict, and a way back into the editor.
+  const panel = document.getElementById("past-attempt");
+  const pastCode = document.getElementById("past-attempt-code");
+  const pastVerdict = document.getElementById("past-attempt-verdict");
+  let shown = null;
+
+  async function openAttempt(button) {
+    const id = button.dataset.id;
+    const ask = (url) =>
+      fetch(url, { headers: { Accept: "application/json" } }).then((r) => {
+        if (!r.ok) throw new Error(`status ${r.status}`);
+        return r.json();
+      });
+    try {
+      const [verdict, code] = await Promise.all([ask(`/api/submissions/${id}`), ask(`/api/submissions/${id}/code`)]);
+      shown = code.code;
+      document.getElementById("past-attempt-when").textContent = button.dataset.when;
+      const score = summaryText(verdict.tests);
+      pastVerdict.className = `past-attempt-verdict ${verdict.verdict || "grading"}`;
+      pastVerdict.textContent = verdict.status === "done"
+        ? `${labels[verdict.verdict] || verdict.verdict}${score ? ` ${score}.` : ""}`
+        : "Still grading.";
+      renderTests(document.getElementById("past-attempt-tests"), verdict.tests);
+      pastCode.textContent = code.code;
+      panel.hidden = false;
+      panel.scrollIntoView({ block: "nearest" });
+    } catch (err) {
+      show(`Could not open that attempt: ${err.message}`, "error");
+    }
+  }
+
+  history.addEventListener("click", (event) => {
+    const button = event.target.closest(".attempt-open");
+    if (button) openAttempt(button);
+  });
+  document.getElementById("load-attempt").addEventListener("click", () => {
+    if (shown === null) return;
+    editor.setValue(shown);
+    draftStatus.textContent = "Past attempt loaded into the editor";
+    panel.hidden = true;
+    editor.focus();
+  });
+  document.getElementById("close-attempt").addEventListener("click", () => {
+    panel.hidden = true;
   });
 
   document.getElementById("show-solution").addEventListener("click", async (event) => {

@@ -132,21 +132,15 @@
   if (coding) setUpCoding();
 
   function setUpCoding() {
-    const textarea = document.getElementById("code");
-    const key = `kvprep:mock:${id}:code`;
-    const saved = localStorage.getItem(key);
-    if (saved !== null) textarea.value = saved;
-    const save = (text) => localStorage.setItem(key, text);
-    let editor = null;
-    if (window.kvprepEditor) {
-      editor = window.kvprepEditor.mount(textarea, { onChange: save });
-    } else {
-      textarea.addEventListener("input", () => save(textarea.value));
-    }
-    const getCode = () => (editor ? editor.getValue() : textarea.value);
+    const submit = document.getElementById("submit-code");
+    const editor = window.kvprepCoding.editorWithDraft(document.getElementById("code"), {
+      key: `kvprep:mock:${id}:code`,
+      onSubmit: () => {
+        if (!submit.disabled) submit.click();
+      },
+    });
 
     const attempts = document.getElementById("attempts");
-    const submit = document.getElementById("submit-code");
     const { show, grading, render, poll } = window.kvprepVerdict;
 
     function attemptItem(data) {
@@ -187,22 +181,13 @@
       submit.disabled = true;
       grading();
       try {
-        const response = await fetch(`/api/mock/${id}/submissions`, {
-          method: "POST",
-          headers: { "Content-Type": "application/json", Accept: "application/json" },
-          body: JSON.stringify({ code: getCode() }),
-        });
-        const body = await response.json().catch(() => ({}));
-        if (response.status === 409) {
-          show(body.detail ? String(body.detail) : "The interview is over.", "error");
-          timeIsUp();
-        } else if (response.status === 429) {
-          show(`Slow down: try again in ${response.headers.get("Retry-After")} s.`, "error");
-        } else if (!response.ok) {
-          show(body.detail ? String(body.detail) : `Submission refused (${response.status})`, "error");
+        const sent = await window.kvprepCoding.submitCode(`/api/mock/${id}/submissions`, editor.getValue());
+        if (!sent.ok) {
+          show(sent.message, "error");
+          if (sent.status === 409) timeIsUp(); // the interview is over
         } else {
-          track(body);
-          const data = await poll(body.id);
+          track(sent.body);
+          const data = await poll(sent.body.id);
           track(data);
           render(data);
         }

@@ -1,6 +1,8 @@
-// A grading verdict, shared by the challenge page and the mock interview's coding problem: the banner,
-// the per-test list with messages, the diagnosis, the output, and long-polling /api/submissions/{id}?wait=25.
-// Works on the page's #results, #verdict, #tests, #diagnosis and (where there is one) #output.
+// A grading verdict, shared by the challenge page and the mock interview's coding problem
+// (templates/challenges/_verdict.html): the banner, a summary line ("17/19 passed"), the per-test
+// list with repeated failures folded together, the diagnosis, the output, and long-polling
+// /api/submissions/{id}?wait=25. Works on the page's #results, #verdict, #verdict-summary, #tests,
+// #diagnosis and (where there is one) #output.
 (function () {
   const labels = {
     passed: "Passed: every test matches the reference.",
@@ -10,6 +12,72 @@
     memory_limit: "Memory limit: the code used too much memory.",
   };
   const el = (id) => document.getElementById(id);
+  const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+  // "17/19 passed", or "" when no test ran (the code could not load).
+  function summaryText(tests) {
+    if (!tests || !tests.length) return "";
+    return `${tests.filter((t) => t.passed).length}/${tests.length} passed`;
+  }
+
+  // The tests in battery order, with every failure whose message an earlier failure already gave
+  // folded into that earlier one: one line per distinct mistake, with how many tests it broke.
+  function fold(tests) {
+    const rows = [];
+    const byMessage = new Map();
+    for (const t of tests || []) {
+      const earlier = !t.passed && t.message ? byMessage.get(t.message) : undefined;
+      if (earlier) {
+        earlier.names.push(t.name);
+        continue;
+      }
+      const row = { passed: t.passed, message: t.message, names: [t.name] };
+      if (!t.passed && t.message) byMessage.set(t.message, row);
+      rows.push(row);
+    }
+    return rows;
+  }
+
+  // Fill a list (the verdict's #tests, or a past attempt's) with the folded tests.
+  function renderTests(list, tests) {
+    list.replaceChildren();
+    for (const row of fold(tests)) {
+      const li = document.createElement("li");
+      li.className = row.passed ? "pass" : "fail";
+      li.append(`${row.passed ? "✓" : "✗"} ${row.names[0]}`);
+      if (row.names.length > 1) {
+        li.classList.add("folded");
+        const count = document.createElement("span");
+        count.className = "repeat-count";
+        count.textContent = `and ${plural(row.names.length - 1, "more test")}, the same way`;
+        li.append(" ", count);
+      }
+      if (row.message) {
+        const msg = document.createElement("span");
+        msg.className = "message";
+        msg.textContent = row.message;
+        li.appendChild(msg);
+      }
+      if (row.names.length > 1) {
+        // The other tests' names, folded away: the message is what matters.
+        const also = document.createElement("details");
+        also.className = "also-failed";
+        const summary = document.createElement("summary");
+        summary.textContent = `Which ${plural(row.names.length - 1, "other test")}`;
+        // Not a nested list: "#tests li" stays one item per line of the verdict.
+        const names = document.createElement("div");
+        names.className = "other-tests";
+        for (const name of row.names.slice(1)) {
+          const item = document.createElement("p");
+          item.textContent = name;
+          names.appendChild(item);
+        }
+        also.append(summary, names);
+        li.appendChild(also);
+      }
+      list.appendChild(li);
+    }
+  }
 
   // The banner alone: "Grading…", a refusal, or the verdict.
   function show(text, cls) {
@@ -17,6 +85,8 @@
     const verdict = el("verdict");
     verdict.className = `verdict-banner ${cls}`;
     verdict.textContent = text;
+    const summary = el("verdict-summary");
+    if (summary) summary.hidden = true;
   }
 
   // A submission is on its way: say so and clear the previous verdict's tests and diagnosis.
@@ -24,25 +94,19 @@
     show("Grading…", "grading");
     el("tests").replaceChildren();
     el("diagnosis").replaceChildren();
+    const output = el("output");
+    if (output) output.hidden = true;
   }
 
   // A finished submission. options.heading: a heading put above the diagnosis when there is one.
   function render(data, options = {}) {
     show(labels[data.verdict] || data.verdict, data.verdict);
-    const tests = el("tests");
-    tests.replaceChildren();
-    for (const t of data.tests || []) {
-      const li = document.createElement("li");
-      li.className = t.passed ? "pass" : "fail";
-      li.textContent = `${t.passed ? "✓" : "✗"} ${t.name}`;
-      if (t.message) {
-        const msg = document.createElement("span");
-        msg.className = "message";
-        msg.textContent = t.message;
-        li.appendChild(msg);
-      }
-      tests.appendChild(li);
+    const summary = el("verdict-summary");
+    if (summary) {
+      summary.textContent = summaryText(data.tests);
+      summary.hidden = !summary.textContent;
     }
+    renderTests(el("tests"), data.tests);
     const diagnosis = el("diagnosis");
     diagnosis.replaceChildren();
     if (options.heading && (data.diagnosis || []).length) {
@@ -74,5 +138,5 @@
     }
   }
 
-  window.kvprepVerdict = { show, grading, render, poll };
+  window.kvprepVerdict = { labels, show, grading, render, renderTests, summaryText, poll };
 })();

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
@@ -15,15 +14,6 @@ from graders.checks import CHALLENGE_MODULES
 CHALLENGES = ROOT / "questions" / "challenges"
 SLUGS = list(CHALLENGE_MODULES)  # every challenge with a grader, in the registry's order
 SERVING = ["paged-kv-cache", "speculative-decoding", "sampling", "int8-kv-cache"]
-
-
-@pytest.fixture
-def grading_client(db_url: str) -> Iterator[TestClient]:
-    settings = Settings(
-        database_url=db_url, grading_workers=1, embedded_queue="memory", submissions_per_minute=5
-    )
-    with TestClient(create_app(settings)) as client:
-        yield client
 
 
 def wait_for_verdict(client: TestClient, submission_id: str, timeout: float = 30) -> dict:
