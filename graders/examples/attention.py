@@ -14,6 +14,7 @@ from graders.checks import decode_step as decode_check
 from graders.checks import gqa_attention as gqa_check
 from graders.checks.attention_common import decode_tensor, random_attention_weights, submission_context
 from graders.checks.fix_causal_attention import known_variants
+from graders.checks.report import Mismatch
 from graders.examples.spec import SEED, Compared, Example, Param, RunSpec, divisible, generator, randn
 from graders.reference.attention import causal_self_attention
 from graders.reference.decode import prefill_cache
@@ -145,7 +146,10 @@ def _gqa_case(session: Session, values: dict[str, Any]) -> list[Compared]:
     new = randn(gen, values["B"], values["new"], d)
     with submission_context(f"while building GQA({d}, {n_q}, {n_kv}) and loading its state dict"):
         module = session.call("GQA", d, n_q, n_kv, keep=True)
-        session.call(module.load_state_dict, state, keep=True)
+        try:
+            session.call(module.load_state_dict, state, keep=True)
+        except AttributeError:  # an in-process session looks the attribute up on our side
+            raise Mismatch("GQA has no load_state_dict: it should subclass torch.nn.Module") from None
     with submission_context(f"calling forward(x) with the prompt x {tuple(prompt.shape)}"):
         y1, cache = gqa_check.unpack(session.call(module, prompt))
     with submission_context(f"calling forward(x, cache) with x {tuple(new.shape)} and the returned cache"):

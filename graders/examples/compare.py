@@ -41,6 +41,8 @@ class OutputResult:
     got: Summary
     max_abs_diff: float | None  # None when the shapes differ or a value is not numeric
     tolerance: str  # "exact" or "rtol=0.0001, atol=1e-05"
+    # Where the two first differ beyond the tolerance: {"index": [...], "got": x, "expected": y}
+    first_mismatch: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -51,6 +53,7 @@ class OutputResult:
             "got": self.got.to_json(),
             "max_abs_diff": self.max_abs_diff,
             "tolerance": self.tolerance,
+            "first_mismatch": self.first_mismatch,
         }
 
 
@@ -85,17 +88,27 @@ def summarize(value: Any) -> Summary:
     return Summary(text)
 
 
-def _max_abs_diff(got: Any, want: Any) -> float | None:
+def _as_double(value: Any) -> torch.Tensor | None:
     try:
-        g = torch.as_tensor(np.asarray(got) if isinstance(got, list | np.ndarray) else got).double()
-        w = torch.as_tensor(np.asarray(want) if isinstance(want, list | np.ndarray) else want).double()
+        return torch.as_tensor(np.asarray(value) if isinstance(value, list | np.ndarray) else value).double()
     except (TypeError, ValueError, RuntimeError):
         return None
-    if g.shape != w.shape:
-        return None
+
+
+def _difference(got: Any, want: Any, exact: bool) -> tuple[float | None, dict[str, Any] | None]:
+    """The largest absolute difference, and the first place beyond the tolerance (None: none)."""
+    g, w = _as_double(got), _as_double(want)
+    if g is None or w is None or g.shape != w.shape:
+        return None, None
     if g.numel() == 0:
-        return 0.0
-    return float(f"{(g - w).abs().max().item():.4g}")
+        return 0.0, None
+    diff = (g - w).abs().nan_to_num(nan=float("inf"))
+    beyond = diff > (0 if exact else ATOL + RTOL * w.abs())
+    first = None
+    if beyond.any():
+        index = tuple(int(i) for i in beyond.nonzero()[0])
+        first = {"index": list(index), "got": _number(g[index]), "expected": _number(w[index])}
+    return float(f"{diff.max().item():.4g}"), first
 
 
 def _exact(item: Compared) -> tuple[bool, str]:
@@ -147,12 +160,14 @@ def judge(item: Compared, report: CheckReport) -> OutputResult:
                 fail(report, comparison, comparison.matches[0] if comparison.matches else (), item.hint)
         except Mismatch as exc:
             passed, message = False, str(exc)
+    largest, first = _difference(item.got, item.want, item.exact)
     return OutputResult(
         item.what,
         passed,
         message,
         expected=summarize(item.want),
         got=summarize(item.got),
-        max_abs_diff=_max_abs_diff(item.got, item.want),
+        max_abs_diff=largest,
         tolerance=tolerance,
+        first_mismatch=first,
     )

@@ -88,6 +88,7 @@ def _rope_case(session: Session, values: dict[str, Any]) -> list[Compared]:
 ROPE_CACHED_ATTENTION = RunSpec(
     slug="rope-cached-attention",
     entry_point="rope_attention",
+    also_calls=("apply_rope",),
     summary=(
         "Calls apply_rope on random heads, then rope_attention on a prompt and on new tokens with "
         "the returned cache."
@@ -234,6 +235,7 @@ def _causal_fits(values: dict[str, Any]) -> None:
 TILED_ATTENTION = RunSpec(
     slug="tiled-attention",
     entry_point="tiled_attention",
+    also_calls=("merge_attention",),
     summary=(
         "Random q, k, v; calls tiled_attention(q, k, v, block_size, causal) and merge_attention on "
         "two halves of the keys."
@@ -293,6 +295,7 @@ def _int8_case(session: Session, values: dict[str, Any]) -> list[Compared]:
 INT8_KV_CACHE = RunSpec(
     slug="int8-kv-cache",
     entry_point="quantize_kv",
+    also_calls=("dequantize_kv", "int8_attention"),
     summary=(
         "Quantizes random x with quantize_kv, dequantizes the reference's q and scale, and runs "
         "int8_attention over a quantized cache."

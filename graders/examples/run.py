@@ -82,6 +82,10 @@ def run_case(
     A limit (LimitExceeded) ends the whole run: it is not caught here."""
     result = CaseResult(name, description, dict(values), passed=False)
     report = CheckReport()  # collects nothing we show; `fail` wants somewhere to note a diagnosis
+    missing = [name for name in spec.names if not session.has(name)]
+    if missing:
+        result.message = f"your code has no top-level `{missing[0]}`: the examples call it by that name"
+        return result
     try:
         compared = spec.case(session, dict(values))
     except Mismatch as exc:

@@ -67,6 +67,7 @@ def _bytes_case(session: Session, values: dict[str, Any]) -> list[Compared]:
 KV_CACHE_BYTES = RunSpec(
     slug="kv-cache-bytes",
     entry_point="kv_cache_bytes",
+    also_calls=("kv_cache_bytes_from_config",),
     summary=(
         "Calls kv_cache_bytes(...) and kv_cache_bytes_from_config(...) on a Llama-style config with"
         " the same sizes."
@@ -137,7 +138,8 @@ def _generation_case(session: Session, values: dict[str, Any]) -> list[Compared]
 
 NUMPY_CACHED_GENERATION = RunSpec(
     slug="numpy-cached-generation",
-    entry_point="prefill",
+    entry_point="generate_cached",
+    also_calls=("prefill",),
     summary=(
         "Random float64 weights for the one-layer model; calls prefill(params, prompt) and "
         "generate_cached(params, prompt, n_new) on a random prompt."
@@ -227,8 +229,6 @@ def _sampling_case(session: Session, values: dict[str, Any]) -> list[Compared]:
             sampling.filter_probs(logits.double(), **knobs).float(),
         )
     ]
-    if not session.has("sample"):
-        raise Mismatch("your code has no top-level `sample`: define it beside filter_probs")
     with submission_context(f"calling sample(logits, u, {said})"):
         tokens = session.call("sample", logits, u, **knobs)
     out.append(
@@ -250,6 +250,7 @@ def _top_k_fits(values: dict[str, Any]) -> None:
 SAMPLING = RunSpec(
     slug="sampling",
     entry_point="filter_probs",
+    also_calls=("sample",),
     summary=(
         "Random logits (batch, V) and uniform draws u; calls filter_probs(...) and sample(...) with"
         " the knobs."

@@ -135,6 +135,11 @@ class RunSpec:
     case: Case
     rules: tuple[Rule, ...] = field(default_factory=tuple)
     summary: str = ""  # what one case does, in a sentence, shown above the custom-input form
+    also_calls: tuple[str, ...] = ()  # top-level names a case calls besides the entry point
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.entry_point, *self.also_calls)
 
     def defaults(self) -> dict[str, Value]:
         return {p.name: p.default for p in self.params}
