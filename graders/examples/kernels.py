@@ -8,13 +8,14 @@ import torch
 
 from graders.checks.attention_common import decode_tensor, random_attention_weights, submission_context
 from graders.checks.report import Mismatch
+from graders.examples.attention import BATCH
 from graders.examples.spec import (
     SEED,
     Compared,
     Example,
-    InvalidRunInput,
     Param,
     RunSpec,
+    at_most,
     divisible,
     even_quotient,
     generator,
@@ -26,7 +27,6 @@ from graders.reference.rope import apply_rope, rope_attention
 from graders.reference.tiled import attention_with_lse
 from graders.sandbox.session import Session
 
-BATCH = Param("B", "Batch size B", 1, 1, 4)
 HEADS = Param("n_heads", "Heads", 2, 1, 8)
 D_MODEL = Param("d", "Model width d", 16, 2, 128, "n_heads times an even head size")
 BASE = Param("base", "RoPE base", 10000.0, 10.0, 1_000_000.0)
@@ -159,13 +159,6 @@ def _padded_case(session: Session, values: dict[str, Any]) -> list[Compared]:
     return out
 
 
-def _real_token_left(values: dict[str, Any]) -> None:
-    if values["pad"] >= values["prompt"]:
-        raise InvalidRunInput(
-            f"pad must be less than prompt ({values['prompt']}): every row keeps a real token", "pad"
-        )
-
-
 LEFT_PADDED_DECODING = RunSpec(
     slug="left-padded-decoding",
     entry_point="padded_attention",
@@ -194,7 +187,7 @@ LEFT_PADDED_DECODING = RunSpec(
         ),
     ),
     case=_padded_case,
-    rules=(*ATTENTION_RULES, _real_token_left),
+    rules=(*ATTENTION_RULES, at_most("pad", "prompt", strictly=True, why="every row keeps a real token")),
 )
 
 
@@ -227,11 +220,6 @@ def _tiled_case(session: Session, values: dict[str, Any]) -> list[Compared]:
     return out
 
 
-def _causal_fits(values: dict[str, Any]) -> None:
-    if values["causal"] and values["Tq"] > values["Tk"]:
-        raise InvalidRunInput(f"Tq must be at most Tk ({values['Tk']}) when causal", "Tq")
-
-
 TILED_ATTENTION = RunSpec(
     slug="tiled-attention",
     entry_point="tiled_attention",
@@ -261,7 +249,7 @@ TILED_ATTENTION = RunSpec(
         ),
     ),
     case=_tiled_case,
-    rules=(_causal_fits,),
+    rules=(at_most("Tq", "Tk", when="causal"),),
 )
 
 

@@ -15,9 +15,9 @@ from graders.examples.spec import (
     SEED,
     Compared,
     Example,
-    InvalidRunInput,
     Param,
     RunSpec,
+    at_most,
     divisible,
     generator,
     randn,
@@ -242,11 +242,6 @@ def _sampling_case(session: Session, values: dict[str, Any]) -> list[Compared]:
     return out
 
 
-def _top_k_fits(values: dict[str, Any]) -> None:
-    if values["top_k"] > values["vocab"]:
-        raise InvalidRunInput(f"top_k must be at most the vocabulary size ({values['vocab']})", "top_k")
-
-
 SAMPLING = RunSpec(
     slug="sampling",
     entry_point="filter_probs",
@@ -278,7 +273,7 @@ SAMPLING = RunSpec(
         ),
     ),
     case=_sampling_case,
-    rules=(_top_k_fits,),
+    rules=(at_most("top_k", "vocab"),),
 )
 
 __all__ = ["KV_CACHE_BYTES", "NUMPY_CACHED_GENERATION", "SAMPLING", "SPECULATIVE_DECODING"]

@@ -196,10 +196,18 @@ def even_quotient(total: str, part: str, what: str) -> Rule:
     return rule
 
 
-def at_most(small: str, big: str) -> Rule:
+def at_most(small: str, big: str, *, strictly: bool = False, when: str | None = None, why: str = "") -> Rule:
+    """A rule: values[small] <= values[big] (< when strictly), only where values[when] is true."""
+
     def rule(values: dict[str, Any]) -> None:
-        if values[small] > values[big]:
-            raise InvalidRunInput(f"{small} must be at most {big} ({values[small]} > {values[big]})", small)
+        if when is not None and not values[when]:
+            return
+        a, b = values[small], values[big]
+        if a > b or (strictly and a == b):
+            relation = "less than" if strictly else "at most"
+            condition = f" when {when}" if when else ""
+            reason = f": {why}" if why else ""
+            raise InvalidRunInput(f"{small} must be {relation} {big} ({b}){condition}{reason}", small)
 
     return rule
 
