@@ -206,3 +206,13 @@ def test_a_missing_second_entry_point_fails_the_case_naming_it() -> None:
 def test_a_submission_exception_fails_the_case_with_its_message_and_what_was_asked() -> None:
     examples, _ = run("decode-step", code("decode-step", "starter"))
     assert examples[0].message.startswith("your code raised NotImplementedError (at step 1, calling step(")
+
+
+def test_an_exception_without_a_message_has_no_trailing_colon() -> None:
+    bare = (
+        "def kv_cache_bytes(*args, **kwargs):\n    raise ValueError()\n\n\n"
+        "kv_cache_bytes_from_config = kv_cache_bytes\n"
+    )
+    examples, _ = run("kv-cache-bytes", bare)
+    assert all(c.message.startswith("your code raised ValueError (calling") for c in examples)
+    assert not any("ValueError:" in c.message for c in examples)
