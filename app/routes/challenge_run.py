@@ -163,7 +163,10 @@ async def run_code(
         loc = ["body", "input", exc.field] if exc.field else ["body", "input"]
         raise HTTPException(422, [{"loc": loc, "msg": exc.message, "type": "value_error"}]) from None
     visitor = f"user:{user.id}" if user.id else f"guest:{guest_token(request)}"
-    wait = request.app.state.submit_limiter.hit(f"{settings.queue_name}:run:{visitor}")
+    # The count lives in a SQLite file or Redis: off the event loop, like the run itself.
+    wait = await run_in_threadpool(
+        request.app.state.submit_limiter.hit, f"{settings.queue_name}:run:{visitor}"
+    )
     if wait:
         raise HTTPException(429, "You are running code too fast", headers={"Retry-After": str(wait)})
     with runs.claim(visitor) as claimed:
