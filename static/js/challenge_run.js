@@ -177,6 +177,8 @@
         const loc = error.loc || [];
         showError(loc[1] === "input" ? loc[2] : null, error.msg);
       }
+    } else if (typeof body.detail === "string" && body.field) {
+      showError(body.field, body.detail); // the ServiceError shape: {"detail": message, "field": name}
     } else if (response.status === 429) {
       showError(null, `${body.detail || "Slow down"}: try again in ${response.headers.get("Retry-After")} s.`);
     } else {
