@@ -31,6 +31,7 @@ from app.routes import (
     auth,
     calculator,
     cards,
+    challenge_run,
     challenges,
     docs,
     home,
@@ -205,6 +206,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(challenges.pages)
     app.include_router(challenges.router)
     app.include_router(submissions.router)
+    app.include_router(challenge_run.router)
     app.include_router(auth.pages)
     app.include_router(auth.router)
     app.include_router(quiz_pages.pages)

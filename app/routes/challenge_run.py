@@ -1,0 +1,178 @@
+"""The challenge page's Run: the visible examples and a custom input (graders/examples), JSON API.
+
+    GET  /api/challenges/{slug}/examples   the examples and the custom-input schema
+    POST /api/challenges/{slug}/run        run code on them; the results, the reference beside them
+
+A Run is answered in the same request (no queue, no row stored: it is a try, not an attempt)
+but it runs in a worker thread, so the event loop stays free; see app/services/challenge_runs.py
+for why at most one Run per visitor runs at a time. Same size limit as a submission (413), its
+own per-minute count at the submissions' rate (429), a guest can run.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
+
+from app.deps import CatalogDep, SettingsDep, Visitor
+from app.routes.challenges import find_challenge
+from app.services.challenge_runs import RunsInProgress
+from app.sessions import guest_token
+from app.validation import ApiModel
+from app.web import templates
+from graders.examples import InvalidRunInput, spec_for
+from graders.examples.run import run_examples
+
+router = APIRouter(prefix="/api/challenges", tags=["challenges"])
+
+Number = int | float | bool  # bool first would turn 1 into True; pydantic keeps the JSON type
+
+
+class RunBody(ApiModel):
+    code: str = Field(description="Python source defining the challenge's entry point")
+    input: dict[str, Number] | None = Field(
+        default=None,
+        description="The custom input, {parameter: value}; parameters left out take their defaults; "
+        "null runs the examples alone",
+    )
+
+
+class ParamOut(BaseModel):
+    name: str
+    label: str
+    kind: Literal["int", "float", "bool"]
+    default: Number
+    minimum: Number | None
+    maximum: Number | None
+    help: str
+
+
+class ExampleOut(BaseModel):
+    name: str = Field(description="what the example is about, in words")
+    description: str = Field(description="its input in numbers")
+    input: dict[str, Number]
+
+
+class RunSchemaOut(BaseModel):
+    challenge: str
+    summary: str = Field(description="what one case does")
+    params: list[ParamOut]
+    examples: list[ExampleOut]
+
+
+class SummaryOut(BaseModel):
+    text: str
+    shape: list[int] | None
+    dtype: str | None
+    leading: list[float | int] = Field(description="the first few values, flattened")
+
+
+class MismatchOut(BaseModel):
+    index: list[int]
+    got: float | int
+    expected: float | int
+
+
+class OutputOut(BaseModel):
+    what: str = Field(description="the output compared, with its shape")
+    passed: bool
+    message: str
+    expected: SummaryOut = Field(description="the reference's output")
+    got: SummaryOut = Field(description="the submission's output")
+    max_abs_diff: float | None
+    tolerance: str = Field(description='"exact", or the allclose tolerances used')
+    first_mismatch: MismatchOut | None
+
+
+class CaseOut(BaseModel):
+    name: str
+    description: str
+    input: dict[str, Number]
+    passed: bool
+    message: str
+    outputs: list[OutputOut]
+    custom: bool
+
+
+class RunOut(BaseModel):
+    challenge: str
+    verdict: Literal["passed", "failed", "error", "timeout", "memory_limit"] = Field(
+        description="over these cases only: a Run is not graded and is not stored"
+    )
+    message: str = Field(description="why the code did not run to the end, when it did not")
+    examples: list[CaseOut]
+    custom: CaseOut | None
+    duration_ms: int
+    output: str = Field(description="a capped excerpt of what the code printed")
+
+
+def _schema(slug: str) -> dict[str, Any]:
+    return {"challenge": slug, **spec_for(slug).to_json()}
+
+
+# The page's Run panel (templates/challenges/_run_panel.html) renders the same schema.
+templates.env.globals["challenge_run_schema"] = _schema
+
+
+async def _runs(request: Request) -> RunsInProgress:
+    # Made on first use rather than in create_app: this module stays the Run's one hook.
+    runs = getattr(request.app.state, "challenge_runs", None)
+    if runs is None:
+        runs = request.app.state.challenge_runs = RunsInProgress()
+    return runs  # type: ignore[no-any-return]
+
+
+RunsDep = Annotated[RunsInProgress, Depends(_runs)]
+
+
+@router.get("/{slug}/examples")
+async def run_schema(slug: str, catalog: CatalogDep) -> RunSchemaOut:
+    find_challenge(catalog, slug)
+    return RunSchemaOut.model_validate(_schema(slug))
+
+
+@router.post(
+    "/{slug}/run",
+    responses={
+        413: {"description": "Code over the size limit"},
+        429: {"description": "Too many runs this minute, or a run of yours is still going"},
+    },
+)
+async def run_code(
+    slug: str,
+    payload: RunBody,
+    request: Request,
+    catalog: CatalogDep,
+    settings: SettingsDep,
+    user: Visitor,
+    runs: RunsDep,
+) -> RunOut:
+    """Run `code` on the challenge's visible examples and, when `input` is given, on that custom input.
+
+    422 names a refused custom parameter in `loc` (["body", "input", name]) as validation errors do.
+    """
+    find_challenge(catalog, slug)
+    if len(payload.code.encode("utf-8", "surrogatepass")) > settings.max_code_bytes:
+        raise HTTPException(413, f"Code is over {settings.max_code_bytes // 1024} KiB")
+    try:
+        values = spec_for(slug).validate(payload.input) if payload.input is not None else None
+    except InvalidRunInput as exc:
+        loc = ["body", "input", exc.field] if exc.field else ["body", "input"]
+        raise HTTPException(422, [{"loc": loc, "msg": exc.message, "type": "value_error"}]) from None
+    visitor = f"user:{user.id}" if user.id else f"guest:{guest_token(request)}"
+    # The count lives in a SQLite file or Redis: off the event loop, like the run itself.
+    wait = await run_in_threadpool(
+        request.app.state.submit_limiter.hit, f"{settings.queue_name}:run:{visitor}"
+    )
+    if wait:
+        raise HTTPException(429, "You are running code too fast", headers={"Retry-After": str(wait)})
+    with runs.claim(visitor) as claimed:
+        if not claimed:
+            raise HTTPException(
+                429, "Your previous run is still going: wait for its results", headers={"Retry-After": "1"}
+            )
+        result = await run_in_threadpool(run_examples, slug, payload.code, values, settings.grader_limits())
+    return RunOut.model_validate(result.to_json())

@@ -1,0 +1,39 @@
+"""Every challenge's Run spec, by slug (the same slugs as graders.checks.CHALLENGE_MODULES)."""
+
+from __future__ import annotations
+
+from graders.examples.attention import DECODE_STEP, FIX_CAUSAL, GQA_ATTENTION
+from graders.examples.caches import KV_CACHE_BUFFER, PAGED_KV_CACHE, SLIDING_WINDOW_CACHE
+from graders.examples.kernels import (
+    INT8_KV_CACHE,
+    LEFT_PADDED_DECODING,
+    ROPE_CACHED_ATTENTION,
+    TILED_ATTENTION,
+)
+from graders.examples.small import KV_CACHE_BYTES, NUMPY_CACHED_GENERATION, SAMPLING, SPECULATIVE_DECODING
+from graders.examples.spec import RunSpec
+
+RUN_SPECS: dict[str, RunSpec] = {
+    spec.slug: spec
+    for spec in (
+        FIX_CAUSAL,
+        DECODE_STEP,
+        GQA_ATTENTION,
+        KV_CACHE_BUFFER,
+        KV_CACHE_BYTES,
+        NUMPY_CACHED_GENERATION,
+        ROPE_CACHED_ATTENTION,
+        LEFT_PADDED_DECODING,
+        TILED_ATTENTION,
+        SLIDING_WINDOW_CACHE,
+        PAGED_KV_CACHE,
+        SPECULATIVE_DECODING,
+        SAMPLING,
+        INT8_KV_CACHE,
+    )
+}
+
+
+def spec_for(slug: str) -> RunSpec:
+    """The Run spec of a challenge; KeyError for an unknown slug."""
+    return RUN_SPECS[slug]

@@ -1,0 +1,220 @@
+// The challenge page's Run (templates/challenges/_run_panel.html): run the code in the editor on the
+// visible examples and on the custom input typed in the form, and show the reference's output beside
+// the user's, with the difference. The code is read from #code, which the editor keeps in step.
+(function () {
+  const panel = document.getElementById("run-panel");
+  const root = document.querySelector(".challenge");
+  if (!panel || !root) return;
+  const slug = root.dataset.slug;
+  const form = document.getElementById("run-form");
+  const button = document.getElementById("run");
+  const status = document.getElementById("run-status");
+  const withCustom = document.getElementById("run-with-custom");
+  const formError = document.getElementById("run-form-error");
+  const params = JSON.parse(document.getElementById("run-defaults-data").textContent);
+  const inputKey = `kvprep:run-input:${slug}`;
+  const field = (name) => document.getElementById(`run-${name}`);
+  const errorOf = (name) => document.getElementById(`run-${name}-error`);
+
+  // What was typed survives a reload (and a refused run: nothing here ever clears it).
+  function saveInput() {
+    const typed = { withCustom: withCustom.checked, values: {} };
+    for (const p of params) {
+      const el = field(p.name);
+      typed.values[p.name] = p.kind === "bool" ? el.checked : el.value;
+    }
+    localStorage.setItem(inputKey, JSON.stringify(typed));
+  }
+  try {
+    const saved = JSON.parse(localStorage.getItem(inputKey) || "null");
+    if (saved && saved.values) {
+      for (const p of params) {
+        if (!(p.name in saved.values)) continue;
+        if (p.kind === "bool") field(p.name).checked = Boolean(saved.values[p.name]);
+        else field(p.name).value = String(saved.values[p.name]);
+      }
+      withCustom.checked = saved.withCustom !== false;
+    }
+  } catch (err) {
+    localStorage.removeItem(inputKey); // unreadable: start from the defaults
+  }
+  form.addEventListener("input", saveInput);
+  form.addEventListener("change", saveInput);
+
+  document.getElementById("run-defaults").addEventListener("click", () => {
+    for (const p of params) {
+      if (p.kind === "bool") field(p.name).checked = Boolean(p.default);
+      else field(p.name).value = String(p.default);
+    }
+    clearErrors();
+    saveInput();
+  });
+
+  function clearErrors() {
+    for (const p of params) {
+      errorOf(p.name).hidden = true;
+      errorOf(p.name).textContent = "";
+      field(p.name).removeAttribute("aria-invalid");
+    }
+    formError.hidden = true;
+    formError.textContent = "";
+  }
+
+  function showError(name, message) {
+    const el = name && errorOf(name);
+    if (el) {
+      el.textContent = message;
+      el.hidden = false;
+      field(name).setAttribute("aria-invalid", "true");
+    } else {
+      formError.textContent = message;
+      formError.hidden = false;
+    }
+  }
+
+  // The custom input as numbers, or the problems with what was typed (each beside its field).
+  function readInput() {
+    const input = {};
+    const problems = [];
+    for (const p of params) {
+      const el = field(p.name);
+      if (p.kind === "bool") {
+        input[p.name] = el.checked;
+        continue;
+      }
+      const text = el.value.trim();
+      const value = Number(text);
+      if (text === "" || !Number.isFinite(value)) {
+        problems.push([p.name, `${p.name} must be a number (the default is ${p.default})`]);
+      } else {
+        input[p.name] = value;
+      }
+    }
+    return { input, problems };
+  }
+
+  const verdictText = (data, cases) => {
+    const passed = cases.filter((c) => c.passed).length;
+    if (data.verdict === "passed") return `Passed: ${passed}/${cases.length} cases match the reference.`;
+    if (data.verdict === "failed") return `Failed: ${passed}/${cases.length} cases match the reference.`;
+    return data.message || data.verdict;
+  };
+
+  function cell(row, label, text, className) {
+    const td = document.createElement("td");
+    td.dataset.label = label;
+    if (className) td.className = className;
+    if (text !== undefined) td.textContent = text;
+    row.append(td);
+    return td;
+  }
+
+  function difference(output) {
+    if (output.passed) {
+      const largest = output.max_abs_diff === null ? "" : `max |diff| ${output.max_abs_diff}, `;
+      return `${largest}within ${output.tolerance}`;
+    }
+    const parts = [];
+    if (output.max_abs_diff !== null) parts.push(`max |diff| ${output.max_abs_diff} (${output.tolerance})`);
+    const first = output.first_mismatch;
+    if (first) parts.push(`first at [${first.index.join(", ")}]: yours ${first.got}, reference ${first.expected}`);
+    return parts.join("; ");
+  }
+
+  function caseLabel(row, c) {
+    const td = cell(row, "Case");
+    td.append(c.custom ? "Your input" : c.name);
+    const input = document.createElement("span");
+    input.className = "case-input";
+    input.textContent = c.description;
+    td.append(input);
+    return td;
+  }
+
+  function render(data) {
+    const cases = [...data.examples, ...(data.custom ? [data.custom] : [])];
+    const verdict = document.getElementById("run-verdict");
+    verdict.className = `verdict-banner ${data.verdict}`;
+    verdict.textContent = verdictText(data, cases);
+    const rows = document.getElementById("run-rows");
+    rows.replaceChildren();
+    for (const c of cases) {
+      const outputs = c.outputs.length ? c.outputs : [null];
+      for (const output of outputs) {
+        const row = document.createElement("tr");
+        const ok = output ? output.passed : c.passed;
+        row.className = ok ? "pass" : "fail";
+        const label = caseLabel(row, c);
+        if (output) {
+          const what = document.createElement("span");
+          what.className = "what";
+          what.textContent = output.what;
+          label.append(what);
+        }
+        cell(row, "Passed", ok ? "✓ yes" : "✗ no", "passed");
+        cell(row, "Expected (reference)", output ? output.expected.text : "—", "values");
+        cell(row, "Your output", output ? output.got.text : "—", "values");
+        const diff = cell(row, "Difference", output ? difference(output) : "");
+        const message = output ? output.message : c.message;
+        if (message) {
+          const span = document.createElement("span");
+          span.className = "message";
+          span.textContent = message;
+          diff.append(span);
+        }
+        rows.append(row);
+      }
+    }
+    const out = document.getElementById("run-output");
+    out.textContent = data.output || "";
+    out.hidden = !data.output;
+    document.getElementById("run-results").hidden = false;
+  }
+
+  function refused(response, body) {
+    if (response.status === 422 && Array.isArray(body.detail)) {
+      for (const error of body.detail) {
+        const loc = error.loc || [];
+        showError(loc[1] === "input" ? loc[2] : null, error.msg);
+      }
+    } else if (typeof body.detail === "string" && body.field) {
+      showError(body.field, body.detail); // the ServiceError shape: {"detail": message, "field": name}
+    } else if (response.status === 429) {
+      showError(null, `${body.detail || "Slow down"}: try again in ${response.headers.get("Retry-After")} s.`);
+    } else {
+      showError(null, body.detail ? String(body.detail) : `Run refused (${response.status})`);
+    }
+  }
+
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    clearErrors();
+    const { input, problems } = readInput();
+    if (withCustom.checked && problems.length) {
+      for (const [name, message] of problems) showError(name, message);
+      return;
+    }
+    button.disabled = true;
+    status.textContent = "Running…";
+    try {
+      const response = await fetch(`/api/challenges/${slug}/run`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", Accept: "application/json" },
+        body: JSON.stringify({ code: document.getElementById("code").value, input: withCustom.checked ? input : null }),
+      });
+      const body = await response.json().catch(() => ({}));
+      if (response.ok) {
+        render(body);
+        status.textContent = `Ran in ${body.duration_ms} ms`;
+      } else {
+        refused(response, body);
+        status.textContent = "";
+      }
+    } catch (err) {
+      showError(null, `Could not reach the server: ${err.message}`);
+      status.textContent = "";
+    } finally {
+      button.disabled = false;
+    }
+  });
+})();
