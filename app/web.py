@@ -9,6 +9,7 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from app.config import ROOT
+from app.source_links import source_html
 from app.static_assets import AssetManifest
 
 # Raw HTML in Markdown is off: content is ours, but prompts and answers are shown verbatim.
@@ -45,5 +46,6 @@ templates = Jinja2Templates(directory=str(ROOT / "templates"))
 templates.env.auto_reload = False
 templates.env.filters["markdown"] = markdown
 templates.env.filters["markdown_inline"] = markdown_inline
+templates.env.filters["source_links"] = source_html
 # The one way templates link a static file: a content-hashed name, cached for a year.
 templates.env.globals["static_url"] = static_assets.url
