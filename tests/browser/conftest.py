@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import uvicorn
+from fastapi import FastAPI
 
 from app.config import ROOT
 from app.db import migrate
@@ -70,6 +74,25 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     except subprocess.TimeoutExpired:
         proc.kill()
     log.close()
+
+
+@contextlib.contextmanager
+def serve_in_thread(app: FastAPI, what: str) -> Iterator[str]:
+    """`app` served by uvicorn in a thread of this process, so a test can reach its state (a clock)."""
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
 
 
 @pytest.fixture(scope="session")
