@@ -17,8 +17,10 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-from app.config import ROOT
+from app.config import ROOT, Settings
 from app.db import migrate
+from app.main import create_app
+from app.services.clock import ManualClock
 
 CHROMIUM = os.environ.get("KVPREP_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
@@ -93,6 +95,18 @@ def serve_in_thread(app: FastAPI, what: str) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def clocked_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, ManualClock]]:
+    """A server in this process whose clock the test moves (a card falls due, a deadline passes)."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('clocked-live') / 'kvprep.sqlite3'}"
+    migrate(url)
+    app = create_app(Settings(database_url=url, content_root=ROOT / "questions", grading_workers=0))
+    clock = ManualClock(ticking=True)
+    app.state.clock = clock
+    with serve_in_thread(app, "the clocked test server") as base:
+        yield base, clock
 
 
 @pytest.fixture(scope="session")

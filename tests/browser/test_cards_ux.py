@@ -12,29 +12,14 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import expect
 
-from app.config import ROOT, Settings
-from app.db import migrate
-from app.main import create_app
 from app.services.clock import ManualClock
-from tests.browser.conftest import screenshot, serve_in_thread, watch_csp
+from tests.browser.conftest import screenshot, watch_csp
 
 pytestmark = pytest.mark.browser
 
 VIEWPORTS = {"desktop": (1200, 900), "phone": (390, 844)}
 TOPIC = "Why a decode step needs no mask"  # three cards, so the second has both neighbours
 TOPIC_SLUG = "decode-no-mask"
-
-
-@pytest.fixture(scope="module")
-def clocked_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, ManualClock]]:
-    """A server whose clock the test moves, so a reviewed card falls due without waiting for it."""
-    url = f"sqlite:///{tmp_path_factory.mktemp('cards-live') / 'kvprep.sqlite3'}"
-    migrate(url)
-    app = create_app(Settings(database_url=url, content_root=ROOT / "questions", grading_workers=0))
-    clock = ManualClock(ticking=True)
-    app.state.clock = clock
-    with serve_in_thread(app, "the cards test server") as base:
-        yield base, clock
 
 
 @pytest.fixture(params=list(VIEWPORTS))
