@@ -44,8 +44,9 @@ def _int(field: str, text: str | None, default: int) -> int:
 class CalcForm:
     """The form as the page shows it back: what was sent, and the default for a field left out.
 
-    The one place the form's defaults live; `to_input` reads it as the calculator needs it.
-    An empty number field stays empty on the page and counts as its default.
+    The one place the form's defaults live; `to_input` reads it as the calculator needs it (the
+    page and the API alike). An empty number field stays empty on the page and counts as its
+    default, as a person leaves it.
     """
 
     model: str = DEFAULTS.model
@@ -94,20 +95,6 @@ class CalcForm:
         )
 
 
-def read_input(
-    model: str | None,
-    gpu: str | None,
-    weights: str | None,
-    cache: str | None,
-    context: str | None,
-    batch: str | None,
-    config: str | None,
-    compare: list[str] | None,
-) -> CalcInput:
-    """The form's values with empty ones meaning the defaults (a person leaves fields empty)."""
-    return CalcForm.from_query(model, gpu, weights, cache, context, batch, config, compare).to_input()
-
-
 Text = Annotated[str | None, Query(max_length=40)]
 Config = Annotated[
     str | None, Query(max_length=20_000, description="a pasted config.json, with model=custom")
@@ -127,7 +114,8 @@ def api_calculate(
     compare: Compare = None,
 ) -> dict[str, Any]:
     try:
-        result = calculate(read_input(model, gpu, weights, cache, context, batch, config, compare))
+        form = CalcForm.from_query(model, gpu, weights, cache, context, batch, config, compare)
+        result = calculate(form.to_input())
     except CalcError as exc:
         raise HTTPException(422, f"{exc.field}: {exc}") from exc
     return {**result.to_json(), "chart": result.chart}

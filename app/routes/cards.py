@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Annotated, Literal, TypeVar, cast
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
 from markupsafe import Markup
@@ -48,6 +48,18 @@ def _unknown_topic(topic: str) -> RequestValidationError:
     return RequestValidationError(
         [{"loc": ("query", "topic"), "msg": f"Unknown topic {topic!r}", "type": "value_error"}]
     )
+
+
+async def _list_filter(
+    site: SiteDep, topic: TopicParam = None, difficulty: DifficultyParam = None, q: SearchParam = None
+) -> CardFilter:
+    """A list's filters from the query (a page's: the topic checked against the site's topics)."""
+    if topic and site.topic(topic) is None:
+        raise _unknown_topic(topic)
+    return CardFilter(topic, difficulty, q)
+
+
+ListFilter = Annotated[CardFilter, Depends(_list_filter)]
 
 
 def _check_topic(session: SessionDep, topic: str | None) -> None:
@@ -188,22 +200,13 @@ def _with_session(engine: Engine, make: Callable[[Session], T]) -> T:
 # card is new, gets the whole list page from the guest cache.
 @pages.get("", response_class=HTMLResponse)
 async def card_list_page(
-    request: Request,
-    settings: SettingsDep,
-    site: SiteDep,
-    topic: TopicParam = None,
-    difficulty: DifficultyParam = None,
-    q: SearchParam = None,
-    page: PageParam = 1,
+    request: Request, settings: SettingsDep, site: SiteDep, filters: ListFilter, page: PageParam = 1
 ) -> Response:
-    if topic and site.topic(topic) is None:
-        raise _unknown_topic(topic)
-    key = ("cards", topic or "", difficulty or "", q or "", page)
+    key = ("cards", *filters.key(), page)
 
     async def list_body() -> Markup:
         body = site.fragments.get(key)
         if body is None:
-            filters = CardFilter(topic, difficulty, q)
             size = settings.page_size
             engine = request.app.state.engine
             body = await run_in_threadpool(
@@ -232,16 +235,12 @@ async def card_page(
     request: Request,
     settings: SettingsDep,
     site: SiteDep,
+    filters: ListFilter,
     from_: FromParam = None,
-    topic: TopicParam = None,
-    difficulty: DifficultyParam = None,
-    q: SearchParam = None,
 ) -> Response:
-    if topic and site.topic(topic) is None:
-        raise _unknown_topic(topic)
-    listed = CardFilter(topic, difficulty, q) if from_ == "list" else None
+    listed = filters if from_ == "list" else None
     key = ("card", card_id)
-    nav_key = ("card-nav", card_id, from_ or "", topic or "", difficulty or "", q or "")
+    nav_key = ("card-nav", card_id, from_ or "", *filters.key())
 
     async def render() -> Response:
         engine = request.app.state.engine

@@ -21,6 +21,10 @@ class CardFilter:
     difficulty: str | None = None
     q: str | None = None
 
+    def key(self) -> tuple[str, str, str]:
+        """The filters as a cache key's part (an empty field and a missing one are the same)."""
+        return (self.topic or "", self.difficulty or "", self.q or "")
+
 
 def search_terms(q: str | None) -> list[str]:
     """Lower-case words of a search query; every word must appear in the card (AND)."""
