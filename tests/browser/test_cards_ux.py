@@ -178,7 +178,7 @@ def test_skip_link_first_and_a_visible_focus_ring(screen) -> None:  # type: igno
     _assert_ring(page)
     screenshot(page, f"cards-skip-link-{name}")
     page.keyboard.press("Enter")
-    expect(page.locator("main")).to_be_focused()
+    expect(page.locator("#main")).to_be_focused()
     # The next Tab starts inside the content: the filter form's search box, not the header.
     page.keyboard.press("Tab")
     expect(page.get_by_role("search", name="Filter cards").get_by_label("Search")).to_be_focused()
@@ -197,6 +197,17 @@ def test_skip_link_first_and_a_visible_focus_ring(screen) -> None:  # type: igno
     expect(skip).to_be_focused()
     _tab_to(page, "e.id === 'reveal-answer'")
     _assert_ring(page)
+
+    # The API docs page (Swagger UI, not the site's layout) starts with one too.
+    page.goto("/docs")
+    expect(page.locator(".swagger-ui .info .title")).to_be_visible()
+    page.keyboard.press("Tab")
+    expect(skip).to_be_focused()
+    _assert_ring(page)
+    page.keyboard.press("Enter")
+    # Swagger UI keeps the focus on the link, but the next Tab starts inside the docs themselves.
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.getElementById('main').contains(document.activeElement)")
 
     # The code editor: its frame shows the ring while the editor has focus.
     page.goto("/challenges/decode-step")
