@@ -39,6 +39,7 @@ PageParam = Annotated[int, Query(ge=1, le=10_000)]
 FromParam = Annotated[Literal["list"] | None, Query(alias="from")]
 
 # Where the list's kept HTML has a card's status: filled per visitor (a status is personal).
+# NUL marks them: no request can put one in a page (a NUL anywhere in a query is refused, 422).
 _STATUS_SLOT = "\x00status:{}\x00"
 _STATUS_SLOTS = re.compile("\x00status:([a-z0-9-]{1,80})\x00")
 

@@ -76,3 +76,9 @@ def test_every_filter_and_page_shows_statuses(client: TestClient) -> None:
     for query in ("", "page=2", "q=memory", "difficulty=hard"):
         assert statuses(client, query), query
     assert "card-status" not in client.get("/cards?q=zzzz-nothing").text
+
+
+def test_a_search_cannot_forge_a_status_slot(client: TestClient) -> None:
+    # The slots are marked with NUL characters, which no query may carry.
+    page = client.get("/cards", params={"q": "cache \x00status:what-the-cache-stores\x00"})
+    assert page.status_code == 422 and "\x00" not in page.text
