@@ -11,7 +11,9 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from app.config import ROOT
+from app.source_links import source_html
 from app.static_assets import AssetManifest
+from graders.wording import plural
 
 # Raw HTML in Markdown is off: content is ours, but prompts and answers are shown verbatim.
 _md = MarkdownIt("commonmark", {"html": False}).enable("table")
@@ -47,6 +49,9 @@ templates = Jinja2Templates(directory=str(ROOT / "templates"))
 templates.env.auto_reload = False
 templates.env.filters["markdown"] = markdown
 templates.env.filters["markdown_inline"] = markdown_inline
+templates.env.filters["source_links"] = source_html
+# "1 minute", "2 minutes": every count a page shows with its noun goes through one pluraliser.
+templates.env.filters["plural"] = plural
 # The one way templates link a static file: a content-hashed name, cached for a year.
 templates.env.globals["static_url"] = static_assets.url
 

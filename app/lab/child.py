@@ -20,6 +20,7 @@ from app.db import make_engine
 from app.lab.experiments import Plan
 from app.lab.runner import SIZES, LabTimeout, run_plan
 from app.models import LabRun, utcnow
+from graders.wording import describe
 
 PROGRESS_EVERY_S = 0.25  # at most four progress writes a second
 
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
                 engine,
                 args.run_id,
                 status="failed",
-                error=f"{type(exc).__name__}: {exc}"[:500],
+                error=describe(exc)[:500],
                 finished_at=utcnow(),
             )
             return 1

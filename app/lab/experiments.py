@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from graders.reference.gpt2 import GPT2, GPT2Config, LayerCache
+from graders.wording import describe
 
 # Seed 000's figures (GPT-2 small on a CPU): what each experiment is compared with.
 SEED_PREFILL_MS: dict[int, float] = {16: 15.3, 960: 219.6}
@@ -186,7 +187,7 @@ def position_limit(model: GPT2, plan: Plan, progress: Progress) -> dict[str, Any
     try:
         model(tokens[:, n:], cache)
     except IndexError as exc:
-        error = f"{type(exc).__name__}: {exc}"
+        error = describe(exc)
     progress(1.0, f"position {n + 1}")
     return {
         "title": f"Token {n + 1} of a {n}-position model",

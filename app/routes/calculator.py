@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
 
@@ -41,27 +42,59 @@ def _int(field: str, text: str | None, default: int) -> int:
         raise CalcError(field, f"{field} must be a whole number, not {text[:20]!r}") from None
 
 
-def read_input(
-    model: str | None,
-    gpu: str | None,
-    weights: str | None,
-    cache: str | None,
-    context: str | None,
-    batch: str | None,
-    config: str | None,
-    compare: list[str] | None,
-) -> CalcInput:
-    """The form's values with empty ones meaning the defaults (a person leaves fields empty)."""
-    return CalcInput(
-        model=model or DEFAULTS.model,
-        gpu=gpu or DEFAULTS.gpu,
-        weights=weights or DEFAULTS.weights,
-        cache=cache or DEFAULTS.cache,
-        context=_int("context", context, DEFAULTS.context),
-        batch=_int("batch", batch, DEFAULTS.batch),
-        config=(config or "")[:20_000],
-        compare=tuple(c for c in (compare or []) if c),
-    )
+@dataclass(frozen=True)
+class CalcForm:
+    """The form as the page shows it back: what was sent, and the default for a field left out.
+
+    The one place the form's defaults live; `to_input` reads it as the calculator needs it (the
+    page and the API alike). An empty number field stays empty on the page and counts as its
+    default, as a person leaves it.
+    """
+
+    model: str = DEFAULTS.model
+    gpu: str = DEFAULTS.gpu
+    weights: str = DEFAULTS.weights
+    cache: str = DEFAULTS.cache
+    context: str = str(DEFAULTS.context)
+    batch: str = str(DEFAULTS.batch)
+    config: str = ""
+    compare: tuple[str, ...] = ()
+
+    @classmethod
+    def from_query(
+        cls,
+        model: str | None,
+        gpu: str | None,
+        weights: str | None,
+        cache: str | None,
+        context: str | None,
+        batch: str | None,
+        config: str | None,
+        compare: list[str] | None,
+    ) -> CalcForm:
+        blank = cls()
+        return cls(
+            model=model or blank.model,
+            gpu=gpu or blank.gpu,
+            weights=weights or blank.weights,
+            cache=cache or blank.cache,
+            context=blank.context if context is None else context,
+            batch=blank.batch if batch is None else batch,
+            config=(config or "")[:20_000],
+            compare=tuple(c for c in (compare or []) if c),
+        )
+
+    def to_input(self) -> CalcInput:
+        return CalcInput(
+            model=self.model,
+            gpu=self.gpu,
+            weights=self.weights,
+            cache=self.cache,
+            context=_int("context", self.context, DEFAULTS.context),
+            batch=_int("batch", self.batch, DEFAULTS.batch),
+            config=self.config,
+            compare=self.compare,
+        )
 
 
 # The calculator's figures for one input, as GET /api/calculator answers them.
@@ -106,7 +139,8 @@ def api_calculate(
     config: Config = None,
     compare: Compare = None,
 ) -> dict[str, Any]:
-    result = calculate(read_input(model, gpu, weights, cache, context, batch, config, compare))
+    form = CalcForm.from_query(model, gpu, weights, cache, context, batch, config, compare)
+    result = calculate(form.to_input())
     return {**result.to_json(), "chart": result.chart}
 
 
@@ -122,19 +156,10 @@ def calculator_page(
     config: Config = None,
     compare: Compare = None,
 ) -> HTMLResponse:
-    form = {
-        "model": model or DEFAULTS.model,
-        "gpu": gpu or DEFAULTS.gpu,
-        "weights": weights or DEFAULTS.weights,
-        "cache": cache or DEFAULTS.cache,
-        "context": context if context is not None else str(DEFAULTS.context),
-        "batch": batch if batch is not None else str(DEFAULTS.batch),
-        "config": config or "",
-        "compare": [c for c in (compare or []) if c],
-    }
+    form = CalcForm.from_query(model, gpu, weights, cache, context, batch, config, compare)
     result, error = None, None
     try:
-        result = calculate(read_input(model, gpu, weights, cache, context, batch, config, compare))
+        result = calculate(form.to_input())
     except CalcError as exc:
         error = {"field": exc.field, "message": str(exc)}
     return templates.TemplateResponse(

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import Annotated, Literal, TypeVar, cast
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
 from markupsafe import Markup
@@ -15,12 +16,14 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
-from app.deps import SessionDep, SettingsDep, SiteDep
+from app.deps import SessionDep, SettingsDep, SiteDep, app_clock, find_user
 from app.models import CardPage, CardPublic, Topic
 from app.pages import guest_cached
 from app.routes.calculator import calculator_url
-from app.services.cards import CardFilter, get_card, list_cards, to_public, to_summary
+from app.services.card_status import NEW, CardStanding, standings
+from app.services.cards import CardFilter, Neighbours, get_card, list_cards, neighbours, to_public, to_summary
 from app.services.site import SiteContent
+from app.sessions import has_no_user_row
 from app.web import templates
 
 T = TypeVar("T")
@@ -32,6 +35,13 @@ DifficultyParam = Annotated[Literal["easy", "medium", "hard"] | None, Query()]
 TopicParam = Annotated[str | None, Query(pattern=r"^[a-z0-9-]{1,80}$")]
 SearchParam = Annotated[str | None, Query(max_length=200)]
 PageParam = Annotated[int, Query(ge=1, le=10_000)]
+# Set on the list's links to a card: the card page's Previous/Next walk that list.
+FromParam = Annotated[Literal["list"] | None, Query(alias="from")]
+
+# Where the list's kept HTML has a card's status: filled per visitor (a status is personal).
+# NUL marks them: no request can put one in a page (a NUL anywhere in a query is refused, 422).
+_STATUS_SLOT = "\x00status:{}\x00"
+_STATUS_SLOTS = re.compile("\x00status:([a-z0-9-]{1,80})\x00")
 
 
 def _unknown_topic(topic: str) -> RequestValidationError:
@@ -39,6 +49,18 @@ def _unknown_topic(topic: str) -> RequestValidationError:
     return RequestValidationError(
         [{"loc": ("query", "topic"), "msg": f"Unknown topic {topic!r}", "type": "value_error"}]
     )
+
+
+async def _list_filter(
+    site: SiteDep, topic: TopicParam = None, difficulty: DifficultyParam = None, q: SearchParam = None
+) -> CardFilter:
+    """A list's filters from the query (a page's: the topic checked against the site's topics)."""
+    if topic and site.topic(topic) is None:
+        raise _unknown_topic(topic)
+    return CardFilter(topic, difficulty, q)
+
+
+ListFilter = Annotated[CardFilter, Depends(_list_filter)]
 
 
 def _check_topic(session: SessionDep, topic: str | None) -> None:
@@ -72,6 +94,13 @@ def api_get_card(card_id: str, session: SessionDep) -> CardPublic:
     return to_public(card)
 
 
+def _filter_query(filters: CardFilter, *extra: tuple[str, str | int]) -> str:
+    """The filters in use as a query string (empty fields left out), then `extra`."""
+    fields = (("q", filters.q), ("topic", filters.topic), ("difficulty", filters.difficulty))
+    pairs = [(k, v) for k, v in fields if v]
+    return urlencode([*pairs, *extra])
+
+
 def _card_list_body(
     session: Session, site: SiteContent, filters: CardFilter, page: int, page_size: int
 ) -> Markup:
@@ -84,19 +113,33 @@ def _card_list_body(
         topics=site.topics,
         topic_titles={t.slug: t.title for t in site.topics},
         filters={"topic": filters.topic or "", "difficulty": filters.difficulty or "", "q": filters.q or ""},
-        # The pager's links carry only the filters in use.
-        filter_query=urlencode(
-            [
-                (k, v)
-                for k, v in (("q", filters.q), ("topic", filters.topic), ("difficulty", filters.difficulty))
-                if v
-            ]
-        ),
+        # The pager's links carry only the filters in use; a card's link says it came from this list.
+        filter_query=_filter_query(filters),
+        card_query=_filter_query(filters, ("from", "list")),
+        status_slot=lambda card_id: _STATUS_SLOT.format(card_id),
     )
     return Markup(html)
 
 
-def _card_body(session: Session, site: SiteContent, card_id: str) -> tuple[str, Markup] | None:
+def _status_html(standing: CardStanding) -> str:
+    return templates.get_template("cards/_status.html").render(standing=standing)
+
+
+def _with_statuses(body: Markup, found: dict[str, CardStanding]) -> Markup:
+    """The kept list with each card's status for this visitor where its slot is."""
+    html = _STATUS_SLOTS.sub(lambda m: _status_html(found.get(m[1], NEW)), str(body))
+    return Markup(html)
+
+
+def _visitor_standings(request: Request, body: Markup) -> dict[str, CardStanding]:
+    ids = _STATUS_SLOTS.findall(str(body))
+    with Session(request.app.state.engine) as session:
+        user = find_user(request, session)
+        now = app_clock(request).now()
+        return standings(session=session, user_id=user.id if user else None, card_ids=ids, now=now)
+
+
+def _card_body(session: Session, site: SiteContent, card_id: str) -> tuple[str, str, Markup] | None:
     card = get_card(session=session, card_id=card_id)
     if card is None:
         return None
@@ -105,7 +148,46 @@ def _card_body(session: Session, site: SiteContent, card_id: str) -> tuple[str, 
         topic=site.topic(card.topic),
         calculator=calculator_url(list((card.data or {}).get("figures", {}))),
     )
-    return card.title, Markup(html)
+    return card.title, card.topic, Markup(html)
+
+
+def _scope_words(site: SiteContent, filters: CardFilter) -> str:
+    """A list's filters in words: "topic MHA, MQA and GQA · hard · search “memory”"."""
+    parts = []
+    if filters.topic:
+        topic = site.topic(filters.topic)
+        parts.append(f"topic {topic.title if topic else filters.topic}")
+    if filters.difficulty:
+        parts.append(filters.difficulty)
+    if filters.q:
+        parts.append(f"search “{filters.q}”")
+    return " · ".join(parts) or "all cards"
+
+
+def _card_nav(
+    session: Session, site: SiteContent, card_id: str, topic: str, listed: CardFilter | None, page_size: int
+) -> Markup:
+    """Previous/Next among the list the visitor came from, else among the card's topic."""
+    found: Neighbours | None = None
+    if listed is not None:
+        found = neighbours(session=session, filters=listed, card_id=card_id)
+    in_list = found is not None
+    scope = listed if listed is not None and in_list else CardFilter(topic=topic)
+    if found is None:
+        found = neighbours(session=session, filters=scope, card_id=card_id)
+    if found is None:  # a retired card is in no list
+        return Markup("")
+    page = found.page(page_size)
+    html = templates.get_template("cards/_neighbours.html").render(
+        n=found,
+        in_list=in_list,
+        scope=_scope_words(site, scope),
+        topic=site.topic(topic),
+        card_query="?" + _filter_query(scope, ("from", "list")) if in_list else "",
+        list_url="/cards?" + _filter_query(scope, *((("page", page),) if page > 1 else ())),
+        came_from_list=listed is not None,
+    )
+    return Markup(html)
 
 
 def _with_session(engine: Engine, make: Callable[[Session], T]) -> T:
@@ -114,49 +196,70 @@ def _with_session(engine: Engine, make: Callable[[Session], T]) -> T:
 
 
 # The list and the card are the same for every visitor: rendered once per filter (or card) and
-# kept for the process (the bank changes only at a restart's sync); the header stays per request.
+# kept for the process (the bank changes only at a restart's sync); the header stays per request,
+# and so do the list's card statuses (personal): only a visitor without a user row, for whom every
+# card is new, gets the whole list page from the guest cache.
 @pages.get("", response_class=HTMLResponse)
 async def card_list_page(
-    request: Request,
-    settings: SettingsDep,
-    site: SiteDep,
-    topic: TopicParam = None,
-    difficulty: DifficultyParam = None,
-    q: SearchParam = None,
-    page: PageParam = 1,
+    request: Request, settings: SettingsDep, site: SiteDep, filters: ListFilter, page: PageParam = 1
 ) -> Response:
-    if topic and site.topic(topic) is None:
-        raise _unknown_topic(topic)
-    key = ("cards", topic or "", difficulty or "", q or "", page)
+    key = ("cards", *filters.key(), page)
 
-    async def render() -> Response:
+    async def list_body() -> Markup:
         body = site.fragments.get(key)
         if body is None:
-            filters = CardFilter(topic, difficulty, q)
             size = settings.page_size
             engine = request.app.state.engine
             body = await run_in_threadpool(
                 _with_session, engine, lambda s: _card_list_body(s, site, filters, page, size)
             )
             site.fragments.put(key, body)
+        return cast(Markup, body)
+
+    def page_with(body: Markup) -> Response:
         return templates.TemplateResponse(request, "cards/list.html", {"body": body})
 
-    return await guest_cached(request, key, render)
+    if not has_no_user_row(request):
+        body = await list_body()
+        found = await run_in_threadpool(_visitor_standings, request, body)
+        return page_with(_with_statuses(body, found))
+
+    async def render() -> Response:
+        return page_with(_with_statuses(await list_body(), {}))
+
+    return await guest_cached(request, (*key, "no-row"), render, needs_no_row=True)
 
 
 @pages.get("/{card_id}", response_class=HTMLResponse)
-async def card_page(card_id: str, request: Request, site: SiteDep) -> Response:
+async def card_page(
+    card_id: str,
+    request: Request,
+    settings: SettingsDep,
+    site: SiteDep,
+    filters: ListFilter,
+    from_: FromParam = None,
+) -> Response:
+    listed = filters if from_ == "list" else None
     key = ("card", card_id)
+    nav_key = ("card-nav", card_id, from_ or "", *filters.key())
 
     async def render() -> Response:
+        engine = request.app.state.engine
         found = site.fragments.get(key)
         if found is None:
-            engine = request.app.state.engine
             found = await run_in_threadpool(_with_session, engine, lambda s: _card_body(s, site, card_id))
             if found is None:  # unknown ids are not kept: they could push real cards out
                 raise HTTPException(404, "Card not found")
             site.fragments.put(key, found)
-        title, body = cast(tuple[str, Markup], found)
-        return templates.TemplateResponse(request, "cards/detail.html", {"title": title, "body": body})
+        title, card_topic, body = cast(tuple[str, str, Markup], found)
+        nav = site.fragments.get(nav_key)
+        if nav is None:
+            size = settings.page_size
+            nav = await run_in_threadpool(
+                _with_session, engine, lambda s: _card_nav(s, site, card_id, card_topic, listed, size)
+            )
+            site.fragments.put(nav_key, nav)
+        context = {"title": title, "body": body, "nav": nav}
+        return templates.TemplateResponse(request, "cards/detail.html", context)
 
-    return await guest_cached(request, key, render)
+    return await guest_cached(request, (*key, *nav_key[2:]), render)

@@ -17,10 +17,9 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from app.deps import CatalogDep, SettingsDep, Visitor
-from app.routes.challenges import find_challenge
+from app.deps import ChallengeDep, SettingsDep, SubmitLimiter, Visitor
 from app.services.challenge_runs import RunsInProgress
-from app.sessions import guest_token
+from app.cookie_session import guest_token
 from app.validation import ApiModel
 from app.web import templates
 from graders.examples import InvalidRunInput, spec_for
@@ -129,9 +128,8 @@ RunsDep = Annotated[RunsInProgress, Depends(_runs)]
 
 
 @router.get("/{slug}/examples")
-async def run_schema(slug: str, catalog: CatalogDep) -> RunSchemaOut:
-    find_challenge(catalog, slug)
-    return RunSchemaOut.model_validate(_schema(slug))
+async def run_schema(challenge: ChallengeDep) -> RunSchemaOut:
+    return RunSchemaOut.model_validate(_schema(challenge.slug))
 
 
 @router.post(
@@ -142,10 +140,10 @@ async def run_schema(slug: str, catalog: CatalogDep) -> RunSchemaOut:
     },
 )
 async def run_code(
-    slug: str,
+    challenge: ChallengeDep,
     payload: RunBody,
     request: Request,
-    catalog: CatalogDep,
+    limiter: SubmitLimiter,
     settings: SettingsDep,
     user: Visitor,
     runs: RunsDep,
@@ -154,7 +152,7 @@ async def run_code(
 
     422 names a refused custom parameter in `loc` (["body", "input", name]) as validation errors do.
     """
-    find_challenge(catalog, slug)
+    slug = challenge.slug
     if len(payload.code.encode("utf-8", "surrogatepass")) > settings.max_code_bytes:
         raise HTTPException(413, f"Code is over {settings.max_code_bytes // 1024} KiB")
     try:
@@ -164,9 +162,7 @@ async def run_code(
         raise HTTPException(422, [{"loc": loc, "msg": exc.message, "type": "value_error"}]) from None
     visitor = f"user:{user.id}" if user.id else f"guest:{guest_token(request)}"
     # The count lives in a SQLite file or Redis: off the event loop, like the run itself.
-    wait = await run_in_threadpool(
-        request.app.state.submit_limiter.hit, f"{settings.queue_name}:run:{visitor}"
-    )
+    wait = await run_in_threadpool(limiter.hit, f"{settings.queue_name}:run:{visitor}")
     if wait:
         raise HTTPException(429, "You are running code too fast", headers={"Retry-After": str(wait)})
     with runs.claim(visitor) as claimed:

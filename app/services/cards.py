@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TypeVar
 
 from sqlalchemy import case, func
 from sqlmodel import Session, col, select
+from sqlmodel.sql.expression import Select, SelectOfScalar
 
 from app.models import Card, CardPublic, CardSummary, Topic
 
@@ -18,6 +20,10 @@ class CardFilter:
     topic: str | None = None
     difficulty: str | None = None
     q: str | None = None
+
+    def key(self) -> tuple[str, str, str]:
+        """The filters as a cache key's part (an empty field and a missing one are the same)."""
+        return (self.topic or "", self.difficulty or "", self.q or "")
 
 
 def search_terms(q: str | None) -> list[str]:
@@ -31,26 +37,66 @@ def _escape_like(term: str) -> str:
     return term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def list_cards(
-    *, session: Session, filters: CardFilter, page: int = 1, page_size: int = 20
-) -> tuple[list[Card], int]:
-    query = select(Card).where(col(Card.retired).is_(False))
+# A query for whole cards, or for the (id, title) pairs a card's neighbours need.
+Query = TypeVar("Query", SelectOfScalar[Card], Select[str, str])
+
+
+def _filtered(query: Query, filters: CardFilter) -> Query:
+    query = query.where(col(Card.retired).is_(False))
     if filters.topic:
         query = query.where(Card.topic == filters.topic)
     if filters.difficulty:
         query = query.where(Card.difficulty == filters.difficulty)
     for term in search_terms(filters.q):
         query = query.where(col(Card.search_text).like(f"%{_escape_like(term)}%", escape="\\"))
-    total = session.exec(select(func.count()).select_from(query.subquery())).one()
-    # Cards in study order: the topic's position, then easy before hard, then title.
+    return query
+
+
+def _study_order(query: Query) -> Query:
+    """Cards in study order: the topic's position, then easy before hard, then title."""
     difficulty_rank = case({"easy": 0, "medium": 1, "hard": 2}, value=Card.difficulty, else_=3)
-    rows = session.exec(
-        query.join(Topic, col(Topic.slug) == col(Card.topic))
-        .order_by(col(Topic.position), difficulty_rank, col(Card.title))
-        .offset((page - 1) * page_size)
-        .limit(page_size)
-    ).all()
+    return query.join(Topic, col(Topic.slug) == col(Card.topic)).order_by(
+        col(Topic.position), difficulty_rank, col(Card.title)
+    )
+
+
+def list_cards(
+    *, session: Session, filters: CardFilter, page: int = 1, page_size: int = 20
+) -> tuple[list[Card], int]:
+    query = _filtered(select(Card), filters)
+    total = session.exec(select(func.count()).select_from(query.subquery())).one()
+    rows = session.exec(_study_order(query).offset((page - 1) * page_size).limit(page_size)).all()
     return list(rows), int(total)
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """Where a card sits in a list (the list's own order): its position and the cards either side."""
+
+    position: int  # 1-based
+    total: int
+    previous: tuple[str, str] | None  # (id, title)
+    next: tuple[str, str] | None
+
+    def page(self, page_size: int) -> int:
+        """The list's page that shows this card."""
+        return (self.position - 1) // page_size + 1
+
+
+def neighbours(*, session: Session, filters: CardFilter, card_id: str) -> Neighbours | None:
+    """The card's place among the cards `filters` lists, or None when it is not one of them."""
+    query = _study_order(_filtered(select(Card.id, Card.title), filters))
+    rows = session.exec(query).all()
+    ids = [row[0] for row in rows]
+    if card_id not in ids:
+        return None
+    i = ids.index(card_id)
+    return Neighbours(
+        position=i + 1,
+        total=len(rows),
+        previous=(rows[i - 1][0], rows[i - 1][1]) if i > 0 else None,
+        next=(rows[i + 1][0], rows[i + 1][1]) if i + 1 < len(rows) else None,
+    )
 
 
 def get_card(*, session: Session, card_id: str) -> Card | None:

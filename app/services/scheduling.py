@@ -22,6 +22,7 @@ from sqlmodel.sql.expression import SelectOfScalar
 
 from app.config import Settings, get_settings
 from app.models import Card, CardProgress, Review, Topic, User, utcnow
+from graders.wording import plural
 
 RATING_NAMES = {Rating.Again: "again", Rating.Hard: "hard", Rating.Good: "good", Rating.Easy: "easy"}
 RATINGS_BY_NAME = {name: rating for rating, name in RATING_NAMES.items()}
@@ -152,7 +153,7 @@ def preview(
 
 
 def humanize_interval(due: datetime, now: datetime) -> str:
-    """'now' (due already), '1 min' (never less), '10 min', '3 h', '4 days', '2.5 months', '1.2 years'."""
+    """'now' (due already), '1 min' (never less), '10 min', '3 h', '4 days', '1 month', '1.2 years'."""
     seconds = (due - now).total_seconds()
     if seconds <= 0:
         return "now"
@@ -162,11 +163,10 @@ def humanize_interval(due: datetime, now: datetime) -> str:
         return f"{round(seconds / 3600)} h"
     days = seconds / 86400
     if days < 31:
-        n = round(days)
-        return f"{n} day{'s' if n != 1 else ''}"
+        return plural(round(days), "day")
     if days < 365:
-        return f"{days / 30.4:.1f} months"
-    return f"{days / 365:.1f} years"
+        return plural(round(days / 30.4, 1), "month")  # "1 month", not "1.0 months"
+    return plural(round(days / 365, 1), "year")
 
 
 # --- due counts and the due queue -----------------------------------------------------------------

@@ -33,6 +33,7 @@ import torch
 from graders.checks.report import CheckReport, Mismatch, close, explain_difference, run_test
 from graders.reference.kv_cache import KVCache
 from graders.sandbox.session import Handle, Keep, Session, SubmissionError
+from graders.wording import exception_text
 
 SLUG = "kv-cache-buffer"
 ENTRY_POINT = "KVCache"
@@ -274,8 +275,9 @@ def _replay(
             if not any(isinstance(earlier, Reorder) for earlier in script[:step]):
                 raise
             report.diagnose(REORDER_DIM)
+            raised = exception_text(exc.type_name, exc.message[:120], parens=True)
             raise Mismatch(
-                f"step {step + 1}, {op}, after a reorder, raised {exc.type_name} ({exc.message[:120]}): "
+                f"step {step + 1}, {op}, after a reorder, raised {raised}: "
                 f"reorder changed the shape of the cache, so it probably gathers along the wrong "
                 f"dimension (the batch is dim 0 of (B, H, T, hd))"
             ) from None
@@ -393,7 +395,7 @@ def _expect_value_error(
             return
         report.diagnose(mistake)
         raise Mismatch(
-            f"{op} with {shapes} raised {exc.type_name} ({exc.message[:120]}), "
+            f"{op} with {shapes} raised {exception_text(exc.type_name, exc.message[:120], parens=True)}, "
             f"expected a ValueError that names both values: {mistake}"
         ) from None
     report.diagnose(mistake)

@@ -34,6 +34,7 @@ from graders.reference.numpy_generation import (
     softmax,
 )
 from graders.sandbox.session import Handle, Session, SubmissionError
+from graders.wording import plural
 
 SLUG = "numpy-cached-generation"
 ENTRY_POINT = "generate_cached"
@@ -363,8 +364,8 @@ class _Battery:
             raise Mismatch(f"got only the {n_new} new tokens: {NO_PROMPT}")
         if len(got) != len(want):
             raise Mismatch(
-                f"got {len(got)} tokens, expected {len(want)}: "
-                f"the {len(prompt)} prompt tokens, then {n_new} new ones"
+                f"got {plural(len(got), 'token')}, expected {len(want)}: "
+                f"the {plural(len(prompt), 'prompt token')}, then {n_new} new"
             )
         first = next((i for i, (a, b) in enumerate(zip(got, want, strict=True)) if a != b), None)
         if first is not None:

@@ -45,6 +45,7 @@ from graders.checks.report import CheckReport, Mismatch, as_tensor, close, expla
 from graders.checks.serving_common import Rng, call_entry, figure_test
 from graders.reference.paged_cache import attention, blocks_for
 from graders.sandbox.session import Session, SubmissionError
+from graders.wording import exception_text, plural
 
 SLUG = "paged-kv-cache"
 ENTRY_POINT = paged_kv_driver.ENTRY_POINT
@@ -100,14 +101,13 @@ def _test_memory_error(report: CheckReport, session: Session, rng: Rng, dims: Di
     except SubmissionError as exc:
         if exc.type_name != "MemoryError":
             message = (
-                f"appending {too_many} tokens with {free} free blocks raised {exc.type_name} "
-                f"({exc.message[:100]})"
+                f"appending {plural(too_many, 'token')} with {plural(free, 'free block')} raised "
+                f"{exception_text(exc.type_name, exc.message[:100], parens=True)}"
             )
             raise _fail(report, NO_MEMORY_ERROR, message) from None
     else:
-        raise _fail(
-            report, NO_MEMORY_ERROR, f"appending {too_many} tokens with {free} free blocks did not raise"
-        )
+        appending = f"appending {plural(too_many, 'token')} with {plural(free, 'free block')}"
+        raise _fail(report, NO_MEMORY_ERROR, f"{appending} did not raise")
     d.log.append(f"a failed append(3, n={too_many})")
     got_free = d.free_blocks()
     if got_free != free or d.table(3) != before:

@@ -41,6 +41,7 @@ from graders.checks.sampling_variants import (
 from graders.checks.serving_common import Rng, call_entry
 from graders.reference.sampling import descending_order, filter_probs, inverse_cdf
 from graders.sandbox.session import Session, SubmissionError
+from graders.wording import exception_text
 
 SLUG = "sampling"
 ENTRY_POINT = "filter_probs"
@@ -80,9 +81,8 @@ def _test_filter(
     except SubmissionError as exc:
         if k >= logits.shape[-1] and exc.type_name in ("RuntimeError", "IndexError"):
             report.diagnose(TOP_K_TOO_LARGE)
-            raise Mismatch(
-                f"{what} raised {exc.type_name} ({exc.message[:100]}): {TOP_K_TOO_LARGE}"
-            ) from None
+            raised = exception_text(exc.type_name, exc.message[:100], parens=True)
+            raise Mismatch(f"{what} raised {raised}: {TOP_K_TOO_LARGE}") from None
         raise
     got = _probs(value, want, what)
     if t == 0 and not torch.isfinite(got).all():
@@ -156,9 +156,8 @@ def _test_bad_arguments(report: CheckReport, session: Session, logits: torch.Ten
             if exc.type_name == "ValueError":
                 continue
             report.diagnose(BAD_ARGUMENTS)
-            raise Mismatch(
-                f"{what} raised {exc.type_name} ({exc.message[:100]}), expected ValueError"
-            ) from None
+            raised = exception_text(exc.type_name, exc.message[:100], parens=True)
+            raise Mismatch(f"{what} raised {raised}, expected ValueError") from None
         report.diagnose(BAD_ARGUMENTS)
         raise Mismatch(f"{what} did not raise: {BAD_ARGUMENTS}")
 

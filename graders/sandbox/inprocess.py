@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from graders.sandbox.session import Handle, Keep, LoadError, SubmissionError
+from graders.wording import describe
 
 _PLAIN_SCALARS = (type(None), bool, int, float, str, torch.dtype)  # dtypes: as the wire allows
 
@@ -50,7 +51,7 @@ class InProcessSession:
             with contextlib.redirect_stdout(self._out):
                 exec(compiled, self.module.__dict__)
         except BaseException as exc:  # noqa: BLE001 - any failure to load is a LoadError
-            raise LoadError(f"{type(exc).__name__}: {exc}") from None
+            raise LoadError(describe(exc)) from None
 
     def _keep(self, obj: Any) -> Handle:
         handle = Handle(len(self._objects) + 1)

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import uvicorn
+from fastapi import FastAPI
 
-from app.config import ROOT
+from app.config import ROOT, Settings
 from app.db import migrate
+from app.main import create_app
+from app.services.clock import ManualClock
 
 CHROMIUM = os.environ.get("KVPREP_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
@@ -70,6 +76,37 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     except subprocess.TimeoutExpired:
         proc.kill()
     log.close()
+
+
+@contextlib.contextmanager
+def serve_in_thread(app: FastAPI, what: str) -> Iterator[str]:
+    """`app` served by uvicorn in a thread of this process, so a test can reach its state (a clock)."""
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def clocked_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, ManualClock]]:
+    """A server in this process whose clock the test moves (a card falls due, a deadline passes)."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('clocked-live') / 'kvprep.sqlite3'}"
+    migrate(url)
+    app = create_app(Settings(database_url=url, content_root=ROOT / "questions", grading_workers=0))
+    clock = ManualClock(ticking=True)
+    app.state.clock = clock
+    with serve_in_thread(app, "the clocked test server") as base:
+        yield base, clock
 
 
 @pytest.fixture(scope="session")

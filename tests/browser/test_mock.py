@@ -9,12 +9,9 @@ page's countdown by the same amount, so the deadline comes without waiting for i
 from __future__ import annotations
 
 import re
-import threading
-import time
 from collections.abc import Iterator
 
 import pytest
-import uvicorn
 from playwright.sync_api import expect
 
 from app.config import ROOT, Settings
@@ -22,7 +19,7 @@ from app.db import migrate
 from app.main import create_app
 from app.services.clock import ManualClock
 from graders.runner import shutdown as shutdown_sandbox
-from tests.browser.conftest import _free_port, screenshot, watch_csp
+from tests.browser.conftest import screenshot, serve_in_thread, watch_csp
 
 pytestmark = pytest.mark.browser
 
@@ -36,18 +33,8 @@ def mock_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
     app = create_app(Settings(database_url=url, grading_workers=1, embedded_queue="memory"))
     clock = ManualClock(ticking=True)
     app.state.clock = clock
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the mock-interview test server did not start")
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}", clock
-    server.should_exit = True
-    thread.join(timeout=15)
+    with serve_in_thread(app, "the mock-interview test server") as base:
+        yield base, clock
     # The fork server the grading worker started belongs to this test process: stop it, as the
     # subprocess servers' exit does, so later tests start from a process without one.
     shutdown_sandbox()
