@@ -23,7 +23,7 @@ from app.routes.calculator import calculator_url
 from app.services.card_status import NEW, CardStanding, standings
 from app.services.cards import CardFilter, Neighbours, get_card, list_cards, neighbours, to_public, to_summary
 from app.services.site import SiteContent
-from app.sessions import has_no_user_row
+from app.cookie_session import has_no_user_row
 from app.web import templates
 
 T = TypeVar("T")

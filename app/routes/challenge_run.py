@@ -17,9 +17,9 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
+from app.cookie_session import guest_token
 from app.deps import ChallengeDep, SettingsDep, SubmitLimiter, Visitor
 from app.services.challenge_runs import RunsInProgress
-from app.cookie_session import guest_token
 from app.validation import ApiModel
 from app.web import templates
 from graders.examples import InvalidRunInput, spec_for
