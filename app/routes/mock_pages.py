@@ -21,7 +21,15 @@ from app.content.catalog import Catalog
 from app.cookie_session import flash
 from app.deps import CatalogDep, ClockDep, CsrfChecked, CurrentUser, SessionDep, SettingsDep, Visitor
 from app.models import MockInterview, Topic
-from app.routes.mock_views import SHARED_HEADERS, find_mock, find_shared, share_url, state_json, summary_json
+from app.routes.mock_views import (
+    SHARED_HEADERS,
+    OwnMock,
+    find_mock,
+    find_shared,
+    share_url,
+    state_json,
+    summary_json,
+)
 from app.services import mock as mocks
 from app.services.numeric import BYTE_UNITS
 from app.validation import MAX_ID, RowId
@@ -209,13 +217,19 @@ def _run_page(
     )
 
 
-def _back(mock_id: RowId) -> RedirectResponse:
+def _back(mock_id: int | None) -> RedirectResponse:
     return RedirectResponse(f"/mock/{mock_id}", status_code=303)
+
+
+# What the finish and share forms say once done.
+FINISHED = "Interview ended. Now score your answers against the strong ones."
+SHARED = "Anyone with the link below can read this report (and nothing else of yours)."
+UNSHARED = "The link is revoked: whoever opens it is told so, and sees nothing of the report."
 
 
 def _act(
     request: Request,
-    mock_id: int,
+    mock_id: int | None,
     action: Callable[[], object],
     done: str | None = None,
     category: str = "info",
@@ -282,15 +296,9 @@ def mock_answer_form(
 
 @pages.post("/{mock_id}/finish", dependencies=[CsrfChecked])
 def mock_finish_form(
-    mock_id: RowId, request: Request, session: SessionDep, user: CurrentUser, clock: ClockDep
+    mock: OwnMock, request: Request, session: SessionDep, clock: ClockDep
 ) -> RedirectResponse:
-    mock = find_mock(session, user.id, mock_id)
-    return _act(
-        request,
-        mock_id,
-        lambda: mocks.finish(session=session, mock=mock, now=clock.now()),
-        "Interview ended. Now score your answers against the strong ones.",
-    )
+    return _act(request, mock.id, lambda: mocks.finish(session=session, mock=mock, now=clock.now()), FINISHED)
 
 
 async def form_data(request: Request) -> FormData:
@@ -323,28 +331,10 @@ def mock_score_form(
 
 
 @pages.post("/{mock_id}/share", dependencies=[CsrfChecked])
-def mock_share_form(
-    mock_id: RowId, request: Request, session: SessionDep, user: CurrentUser
-) -> RedirectResponse:
-    mock = find_mock(session, user.id, mock_id)
-    return _act(
-        request,
-        mock_id,
-        lambda: mocks.share(session=session, mock=mock),
-        "Anyone with the link below can read this report (and nothing else of yours).",
-        "success",
-    )
+def mock_share_form(mock: OwnMock, request: Request, session: SessionDep) -> RedirectResponse:
+    return _act(request, mock.id, lambda: mocks.share(session=session, mock=mock), SHARED, "success")
 
 
 @pages.post("/{mock_id}/unshare", dependencies=[CsrfChecked])
-def mock_unshare_form(
-    mock_id: RowId, request: Request, session: SessionDep, user: CurrentUser
-) -> RedirectResponse:
-    mock = find_mock(session, user.id, mock_id)
-    return _act(
-        request,
-        mock_id,
-        lambda: mocks.revoke(session=session, mock=mock),
-        "The link is revoked: whoever opens it is told so, and sees nothing of the report.",
-        "success",
-    )
+def mock_unshare_form(mock: OwnMock, request: Request, session: SessionDep) -> RedirectResponse:
+    return _act(request, mock.id, lambda: mocks.revoke(session=session, mock=mock), UNSHARED, "success")
