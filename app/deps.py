@@ -74,6 +74,7 @@ LoginIpLimiter = Annotated[RateLimiter, Depends(_from_state("login_ip_limiter"))
 LoginEmailLimiter = Annotated[RateLimiter, Depends(_from_state("login_email_limiter"))]
 SignupLimiter = Annotated[RateLimiter, Depends(_from_state("signup_limiter"))]
 LabLimiter = Annotated[RateLimiter, Depends(_from_state("lab_limiter"))]
+GuestLimiter = Annotated[RateLimiter, Depends(_from_state("guest_limiter"))]
 
 
 def find_user(request: Request, session: SessionDep) -> User | None:
@@ -104,7 +105,7 @@ def find_user(request: Request, session: SessionDep) -> User | None:
     return user
 
 
-def current_user(request: Request, session: SessionDep) -> User:
+def current_user(request: Request, session: SessionDep, limiter: GuestLimiter) -> User:
     """The visitor's user row: the account, or a guest row created now, for something worth keeping.
 
     Only routes that store something for the visitor depend on this; pages that only read use
@@ -119,7 +120,7 @@ def current_user(request: Request, session: SessionDep) -> User:
     user = session.exec(select(User).where(User.guest_token == token)).first()
     if user is None:
         host = request.client.host if request.client else "unknown"
-        wait = request.app.state.guest_limiter.hit(f"guest:ip:{host}")
+        wait = limiter.hit(f"guest:ip:{host}")
         if wait:
             raise HTTPException(
                 429,

@@ -16,6 +16,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
+from app.cookie_session import has_no_user_row
 from app.deps import SessionDep, SettingsDep, SiteDep, app_clock, find_user
 from app.models import CardPage, CardPublic, Topic
 from app.pages import guest_cached
@@ -23,7 +24,6 @@ from app.routes.calculator import calculator_url
 from app.services.card_status import NEW, CardStanding, standings
 from app.services.cards import CardFilter, Neighbours, get_card, list_cards, neighbours, to_public, to_summary
 from app.services.site import SiteContent
-from app.cookie_session import has_no_user_row
 from app.web import templates
 
 T = TypeVar("T")

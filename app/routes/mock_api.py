@@ -7,9 +7,9 @@ raises reaches the client through the one ServiceError handler of app/main.py.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, Response
 
 from app.deps import (
@@ -22,7 +22,6 @@ from app.deps import (
     SubmitAllowed,
     Visitor,
 )
-from app.models import MockInterview
 from app.routes.challenge_models import SubmissionPublic, submission_public
 from app.routes.mock_models import (
     MockAnswer,
@@ -33,7 +32,15 @@ from app.routes.mock_models import (
     MockState,
     MockSummary,
 )
-from app.routes.mock_views import SHARED_HEADERS, find_mock, find_shared, share_url, state_json, summary_json
+from app.routes.mock_views import (
+    SHARED_HEADERS,
+    OwnMock,
+    find_mock,
+    find_shared,
+    share_url,
+    state_json,
+    summary_json,
+)
 from app.services import mock as mocks
 from app.validation import RowId
 
@@ -78,36 +85,28 @@ def api_shared_report(token: str, session: SessionDep, catalog: CatalogDep, cloc
 
 @router.get("/{mock_id}", response_model=MockState, response_model_exclude_unset=True)
 def get_mock_state(
-    mock_id: RowId, session: SessionDep, catalog: CatalogDep, user: Visitor, clock: ClockDep
+    mock: OwnMock, session: SessionDep, catalog: CatalogDep, clock: ClockDep
 ) -> dict[str, Any]:
     now = clock.now()
-    mock = find_mock(session, user.id, mock_id)
     mocks.close_if_due(session=session, mock=mock, now=now)
     return state_json(session=session, mock=mock, catalog=catalog, now=now)
 
 
 @router.post("/{mock_id}/answers", response_model=MockState, response_model_exclude_unset=True)
 def post_answer(
-    mock_id: RowId,
+    mock: OwnMock,
     body: MockAnswer,
     session: SessionDep,
     settings: SettingsDep,
     catalog: CatalogDep,
-    user: CurrentUser,
     clock: ClockDep,
 ) -> dict[str, Any]:
     now = clock.now()
-    mock = find_mock(session, user.id, mock_id)
     mocks.answer(
         session=session, mock=mock, position=body.position, step=body.step, settings=settings, now=now,
         text=body.text, value=body.value, unit=body.unit, picked=body.picked,
     )  # fmt: skip
     return state_json(session=session, mock=mock, catalog=catalog, now=now)
-
-
-def owned_mock(mock_id: RowId, session: SessionDep, user: CurrentUser) -> MockInterview:
-    """The visitor's own interview the path names, or 404 (resolved before the code's size and rate check)."""
-    return find_mock(session, user.id, mock_id)
 
 
 @router.post(
@@ -117,7 +116,7 @@ def owned_mock(mock_id: RowId, session: SessionDep, user: CurrentUser) -> MockIn
     response_model_exclude_none=True,
 )
 def post_code(
-    mock: Annotated[MockInterview, Depends(owned_mock)],
+    mock: OwnMock,  # 404 for anyone else's, before the code's size and rate check
     code: SubmitAllowed,
     session: SessionDep,
     clock: ClockDep,
@@ -132,11 +131,8 @@ def post_code(
 
 
 @router.post("/{mock_id}/finish", response_model=MockState, response_model_exclude_unset=True)
-def post_finish(
-    mock_id: RowId, session: SessionDep, catalog: CatalogDep, user: CurrentUser, clock: ClockDep
-) -> dict[str, Any]:
+def post_finish(mock: OwnMock, session: SessionDep, catalog: CatalogDep, clock: ClockDep) -> dict[str, Any]:
     now = clock.now()
-    mock = find_mock(session, user.id, mock_id)
     mocks.finish(session=session, mock=mock, now=now)
     return state_json(session=session, mock=mock, catalog=catalog, now=now)
 
@@ -159,23 +155,20 @@ def post_score(
 
 
 @router.get("/{mock_id}/report", response_model=MockReport)
-def get_report(
-    mock_id: RowId, session: SessionDep, catalog: CatalogDep, user: Visitor, clock: ClockDep
-) -> dict[str, Any]:
+def get_report(mock: OwnMock, session: SessionDep, catalog: CatalogDep, clock: ClockDep) -> dict[str, Any]:
     now = clock.now()
-    mock = find_mock(session, user.id, mock_id)
     if not mocks.close_if_due(session=session, mock=mock, now=now):
         raise HTTPException(409, "The interview is still running: the report comes once the clock stops")
     return mocks.build_report(session=session, mock=mock, catalog=catalog, now=now).to_json()
 
 
 @router.post("/{mock_id}/share", response_model=MockShareLink)
-def post_share(mock_id: RowId, request: Request, session: SessionDep, user: CurrentUser) -> dict[str, str]:
-    token = mocks.share(session=session, mock=find_mock(session, user.id, mock_id))
+def post_share(mock: OwnMock, request: Request, session: SessionDep) -> dict[str, str]:
+    token = mocks.share(session=session, mock=mock)
     return {"token": token, "url": share_url(request, token)}
 
 
 @router.delete("/{mock_id}/share", status_code=204)
-def delete_share(mock_id: RowId, session: SessionDep, user: CurrentUser) -> Response:
-    mocks.revoke(session=session, mock=find_mock(session, user.id, mock_id))
+def delete_share(mock: OwnMock, session: SessionDep) -> Response:
+    mocks.revoke(session=session, mock=mock)
     return Response(status_code=204)

@@ -7,6 +7,7 @@ the service's message beside the field it names (`MockError.field`; none: above 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -20,7 +21,15 @@ from app.content.catalog import Catalog
 from app.cookie_session import flash
 from app.deps import CatalogDep, ClockDep, CsrfChecked, CurrentUser, SessionDep, SettingsDep, Visitor
 from app.models import MockInterview, Topic
-from app.routes.mock_views import SHARED_HEADERS, find_mock, find_shared, share_url, state_json, summary_json
+from app.routes.mock_views import (
+    SHARED_HEADERS,
+    OwnMock,
+    find_mock,
+    find_shared,
+    share_url,
+    state_json,
+    summary_json,
+)
 from app.services import mock as mocks
 from app.services.numeric import BYTE_UNITS
 from app.validation import MAX_ID, RowId
@@ -208,8 +217,32 @@ def _run_page(
     )
 
 
-def _back(mock_id: RowId) -> RedirectResponse:
+def _back(mock_id: int | None) -> RedirectResponse:
     return RedirectResponse(f"/mock/{mock_id}", status_code=303)
+
+
+# What the finish and share forms say once done.
+FINISHED = "Interview ended. Now score your answers against the strong ones."
+SHARED = "Anyone with the link below can read this report (and nothing else of yours)."
+UNSHARED = "The link is revoked: whoever opens it is told so, and sees nothing of the report."
+
+
+def _act(
+    request: Request,
+    mock_id: int | None,
+    action: Callable[[], object],
+    done: str | None = None,
+    category: str = "info",
+) -> RedirectResponse:
+    """Run a form's action, flash `done` or the service's refusal, and go back to the interview."""
+    try:
+        action()
+    except mocks.MockError as exc:
+        flash(request, exc.message, "error")
+    else:
+        if done:
+            flash(request, done, category)
+    return _back(mock_id)
 
 
 @pages.post("/{mock_id}/answer", dependencies=[CsrfChecked])
@@ -263,15 +296,9 @@ def mock_answer_form(
 
 @pages.post("/{mock_id}/finish", dependencies=[CsrfChecked])
 def mock_finish_form(
-    mock_id: RowId, request: Request, session: SessionDep, user: CurrentUser, clock: ClockDep
+    mock: OwnMock, request: Request, session: SessionDep, clock: ClockDep
 ) -> RedirectResponse:
-    mock = find_mock(session, user.id, mock_id)
-    try:
-        mocks.finish(session=session, mock=mock, now=clock.now())
-        flash(request, "Interview ended. Now score your answers against the strong ones.")
-    except mocks.MockError as exc:
-        flash(request, exc.message, "error")
-    return _back(mock_id)
+    return _act(request, mock.id, lambda: mocks.finish(session=session, mock=mock, now=clock.now()), FINISHED)
 
 
 async def form_data(request: Request) -> FormData:
@@ -294,43 +321,20 @@ def mock_score_form(
     for item in mocks.mock_items(session=session, mock=mock):
         points = [int(v) for v in form.getlist(f"kp-{item.position}") if isinstance(v, str) and v.isdigit()]
         marks[item.position] = mocks.Mark(tuple(points), bool(form.get(f"fu-{item.position}")))
-    try:
-        mocks.score_mock(
-            session=session,
-            user=user,
-            mock=mock,
-            marks=marks,
-            settings=settings,
-            now=clock.now(),
-        )
-    except mocks.MockError as exc:
-        flash(request, exc.message, "error")
-    return _back(mock_id)
+    return _act(
+        request,
+        mock_id,
+        lambda: mocks.score_mock(
+            session=session, user=user, mock=mock, marks=marks, settings=settings, now=clock.now()
+        ),
+    )
 
 
 @pages.post("/{mock_id}/share", dependencies=[CsrfChecked])
-def mock_share_form(
-    mock_id: RowId, request: Request, session: SessionDep, user: CurrentUser
-) -> RedirectResponse:
-    mock = find_mock(session, user.id, mock_id)
-    try:
-        mocks.share(session=session, mock=mock)
-        flash(
-            request, "Anyone with the link below can read this report (and nothing else of yours).", "success"
-        )
-    except mocks.MockError as exc:
-        flash(request, exc.message, "error")
-    return _back(mock_id)
+def mock_share_form(mock: OwnMock, request: Request, session: SessionDep) -> RedirectResponse:
+    return _act(request, mock.id, lambda: mocks.share(session=session, mock=mock), SHARED, "success")
 
 
 @pages.post("/{mock_id}/unshare", dependencies=[CsrfChecked])
-def mock_unshare_form(
-    mock_id: RowId, request: Request, session: SessionDep, user: CurrentUser
-) -> RedirectResponse:
-    mocks.revoke(session=session, mock=find_mock(session, user.id, mock_id))
-    flash(
-        request,
-        "The link is revoked: whoever opens it is told so, and sees nothing of the report.",
-        "success",
-    )
-    return _back(mock_id)
+def mock_unshare_form(mock: OwnMock, request: Request, session: SessionDep) -> RedirectResponse:
+    return _act(request, mock.id, lambda: mocks.revoke(session=session, mock=mock), UNSHARED, "success")

@@ -7,15 +7,17 @@ the same dicts, so a page and the JSON never disagree about what the candidate m
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import HTTPException, Request
+from fastapi import Depends, HTTPException, Request
 from sqlmodel import Session
 
 from app.content.catalog import Catalog
+from app.deps import SessionDep, Visitor
 from app.models import Card, MockInterview, MockItem
 from app.routes.challenge_models import submission_summary
 from app.services import mock as mocks
+from app.validation import RowId
 
 # Headers of the shared report: the token must not leak through links, nor the page into search engines.
 SHARED_HEADERS = {"Referrer-Policy": "no-referrer", "X-Robots-Tag": "noindex", "Cache-Control": "no-store"}
@@ -26,6 +28,15 @@ def find_mock(session: Session, user_id: int | None, mock_id: int) -> MockInterv
     if mock is None:
         raise HTTPException(404, "Mock interview not found")
     return mock
+
+
+def own_mock(mock_id: RowId, session: SessionDep, user: Visitor) -> MockInterview:
+    """The interview at /{mock_id} when it is the visitor's: a visitor without a row owns none."""
+    return find_mock(session, user.id, mock_id)
+
+
+# The visitor's own interview named by the path; 404 for anyone else's.
+OwnMock = Annotated[MockInterview, Depends(own_mock)]
 
 
 def find_shared(session: Session, token: str) -> MockInterview:
