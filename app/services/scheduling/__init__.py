@@ -29,13 +29,17 @@ from app.services.scheduling.mastery import (
     weakest_topics,
 )
 from app.services.scheduling.scheduler import (
+    PROGRESS_FIELDS,
     RATING_NAMES,
     RATINGS_BY_NAME,
     days_to_interview,
     get_progress,
     humanize_interval,
+    parameters_for,
     parse_rating,
     preview,
+    progress_snapshot,
+    restore_progress,
     retention_for,
     review_card,
     scheduler_for,
@@ -45,6 +49,7 @@ from app.services.scheduling.scheduler import (
 
 __all__ = [
     "MASTERY_HORIZON",
+    "PROGRESS_FIELDS",
     "RATINGS_BY_NAME",
     "RATING_NAMES",
     "DueCounts",
@@ -60,9 +65,12 @@ __all__ = [
     "mastery_by_topic",
     "mastery_horizon_days",
     "new_card_quota",
+    "parameters_for",
     "parse_rating",
     "preview",
+    "progress_snapshot",
     "record_challenge_result",
+    "restore_progress",
     "retention_for",
     "review_card",
     "review_days",

@@ -10,9 +10,11 @@ shown at least once by then. Days are UTC days.
 from __future__ import annotations
 
 from datetime import UTC, datetime, time
+from typing import Any
 
 from fsrs import Card as FsrsCard
 from fsrs import Rating, Scheduler, State
+from fsrs.scheduler import DEFAULT_PARAMETERS
 from sqlmodel import Session, select
 
 from app.config import Settings
@@ -48,14 +50,23 @@ def retention_for(user: User, settings: Settings) -> float:
     return user.desired_retention or settings.desired_retention
 
 
+def parameters_for(user: User) -> tuple[float, ...]:
+    """The user's own fitted FSRS parameters when they have them, else fsrs's defaults."""
+    mine = user.fsrs_parameters
+    if mine and len(mine) == len(DEFAULT_PARAMETERS):
+        return tuple(float(p) for p in mine)
+    return tuple(DEFAULT_PARAMETERS)
+
+
 def scheduler_for(*, user: User, settings: Settings, now: datetime, fuzz: bool | None = None) -> Scheduler:
-    """The user's FSRS scheduler: their retention target; no interval reaching past their interview."""
+    """The user's FSRS scheduler: their parameters and retention target; no interval past their interview."""
     maximum_interval = 36500
     days = days_to_interview(user, now)
     if days is not None:
         # A card reviewed today comes back by the day before the interview (on it, if that is tomorrow).
         maximum_interval = max(1, days - 1)
     return Scheduler(
+        parameters=parameters_for(user),
         desired_retention=retention_for(user, settings),
         maximum_interval=maximum_interval,
         enable_fuzzing=settings.fsrs_fuzzing if fuzz is None else fuzz,
@@ -85,6 +96,30 @@ def _store(progress: CardProgress, card: FsrsCard) -> None:
     progress.last_review = card.last_review
 
 
+# The CardProgress fields a review changes: what an undo has to put back.
+PROGRESS_FIELDS = ("state", "step", "stability", "difficulty", "due", "last_review", "reps", "lapses")
+_MOMENTS = ("due", "last_review")
+
+
+def progress_snapshot(progress: CardProgress) -> dict[str, Any]:
+    """Those fields as JSON. Floats survive JSON exactly (repr is the shortest string that reads
+    back as the same double); datetimes as ISO strings with their microseconds and offset."""
+    out: dict[str, Any] = {}
+    for name in PROGRESS_FIELDS:
+        value = getattr(progress, name)
+        out[name] = value.isoformat() if name in _MOMENTS and value is not None else value
+    return out
+
+
+def restore_progress(progress: CardProgress, snapshot: dict[str, Any]) -> None:
+    """Put a progress_snapshot back onto the row, field for field."""
+    for name in PROGRESS_FIELDS:
+        value = snapshot[name]
+        if name in _MOMENTS and value is not None:
+            value = datetime.fromisoformat(value)
+        setattr(progress, name, value)
+
+
 def get_progress(*, session: Session, user_id: int, card_id: str) -> CardProgress | None:
     return session.exec(
         select(CardProgress).where(CardProgress.user_id == user_id, CardProgress.card_id == card_id)
@@ -106,6 +141,7 @@ def review_card(
     now = now or utcnow()
     assert user.id is not None
     progress = get_progress(session=session, user_id=user.id, card_id=card_id)
+    before = None if progress is None else progress_snapshot(progress)
     if progress is None:
         progress = CardProgress(user_id=user.id, card_id=card_id, due=now)
         session.add(progress)
@@ -126,6 +162,7 @@ def review_card(
             reviewed_at=now,
             due_after=card.due,
             quiz_item_id=quiz_item_id,
+            before=before,
         )
     )
     session.flush()
