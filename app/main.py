@@ -31,9 +31,11 @@ from app.routes import (
     mock,
     progress,
     quiz,
+    quiz_undo,
     submissions,
     topics,
 )
+from app.routes import settings as settings_routes
 from app.security import RequestGuard, SecurityHeaders
 from app.services.content_sync import sync_bank
 from app.services.grading import build_queue
@@ -193,6 +195,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(auth.router)
     app.include_router(quiz.pages)
     app.include_router(quiz.router)
+    app.include_router(quiz_undo.pages)
+    app.include_router(quiz_undo.router)
+    app.include_router(settings_routes.pages)
+    app.include_router(settings_routes.router)
     app.include_router(progress.pages)
     app.include_router(progress.router)
     app.include_router(account.pages)

@@ -20,6 +20,7 @@ from app.deps import ClockDep, CsrfChecked, CurrentUser, SessionDep, SettingsDep
 from app.models import Card, QuizItem, QuizSession, Topic, User
 from app.pages import guest_cached
 from app.services import quiz as quizzes
+from app.services import quiz_learning
 from app.services.numeric import BYTE_UNITS
 from app.services.scheduling import (
     RATING_NAMES,
@@ -349,6 +350,7 @@ def quiz_page(
             "now": now,
             "until": humanize_interval,
             "names": RATING_NAMES,
+            "undo": quiz_learning.undo_offer(session=session, quiz=quiz),
         },
     )
 
@@ -403,6 +405,7 @@ def _item_page(
             "next_position": position + 1 if position + 1 < quiz.size else None,
             "typed_value": typed_value,
             "answer_error": error,
+            "undo": quiz_learning.undo_offer(session=session, quiz=quiz),
         },
         status_code=status,
     )

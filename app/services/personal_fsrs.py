@@ -174,6 +174,15 @@ def request_fit(*, session: Session, user: User, now: datetime | None = None) ->
     state = personal_scheduling(session=session, user=user, now=now)
     if state.fit_pending:
         raise FitError("A fit is already under way: this page shows its result when it is done.", 409)
+    if (
+        state.personal
+        and state.fit is not None
+        and state.fit.status == "done"
+        and state.fit.reviews == state.counted
+    ):
+        raise FitError(
+            "Your parameters are already fitted to these reviews: fit again after more reviews.", 409
+        )
     if state.needed:
         raise FitError(
             f"Too few reviews to fit: the optimizer needs {FIT_MIN_REVIEWS} reviews made a day or more "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from sqlalchemy import func
 from sqlmodel import Session, col, select
@@ -13,7 +13,7 @@ from sqlmodel.sql.expression import SelectOfScalar
 
 from app.config import Settings
 from app.models import Card, CardProgress, Review, Topic, User, utcnow
-from app.services.scheduling.scheduler import days_to_interview, start_of_day
+from app.services.scheduling.scheduler import days_to_interview, retention_for, start_of_day
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,11 @@ class DueCounts:
     new_today: int  # unseen cards to introduce today
     unseen: int  # cards never reviewed
     interview_days: int | None
+    # What sets these counts, shown beside them: the retention target, the interview date, and
+    # whether the FSRS parameters are fitted to this user (app/services/personal_fsrs.py).
+    retention: float = 0.9
+    interview_date: date | None = None
+    personal: bool = False
 
     @property
     def today(self) -> int:
@@ -82,6 +87,9 @@ def due_counts(*, session: Session, user: User, settings: Settings, now: datetim
         new_today=new_card_quota(user=user, settings=settings, unseen=unseen, introduced=introduced, now=now),
         unseen=unseen,
         interview_days=days_to_interview(user, now),
+        retention=retention_for(user, settings),
+        interview_date=user.interview_date,
+        personal=user.fsrs_parameters is not None,
     )
 
 

@@ -1,0 +1,68 @@
+"""Undo the last rating of a quiz: POST /api/quizzes/{id}/undo (JSON) and the quiz page's Undo button.
+
+Only the quiz's owner (anyone else gets 404, as for the quiz itself), only its last rating, and
+only while nothing else has rated that card since (409 says why). app/services/quiz_learning.py
+puts the card's FSRS state back exactly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import RedirectResponse
+from sqlmodel import Session
+
+from app.deps import ClockDep, CsrfChecked, CurrentUser, SessionDep
+from app.models import Card, QuizSession, User
+from app.services import quiz as quizzes
+from app.services import quiz_learning
+from app.services.errors import ServiceError
+from app.services.scheduling import due_counts
+from app.sessions import flash
+from app.validation import RowId
+
+router = APIRouter(prefix="/api/quizzes", tags=["quizzes"])
+pages = APIRouter(prefix="/quiz", tags=["pages"], include_in_schema=False)
+
+
+def _own_quiz(session: Session, user: User, quiz_id: int) -> QuizSession:
+    assert user.id is not None
+    quiz = quizzes.get_quiz(session=session, user_id=user.id, quiz_id=quiz_id)
+    if quiz is None:
+        raise HTTPException(404, "Quiz not found")
+    return quiz
+
+
+@router.post("/{quiz_id}/undo")
+def api_undo(
+    quiz_id: RowId, request: Request, user: CurrentUser, session: SessionDep, clock: ClockDep
+) -> dict[str, Any]:
+    """Take back the quiz's last rating: the question as it is now (rateable again) and the due counts."""
+    quiz = _own_quiz(session, user, quiz_id)
+    try:
+        item = quiz_learning.undo_last_rating(session=session, quiz=quiz, now=clock.now())
+    except ServiceError as exc:
+        raise HTTPException(exc.status, exc.message) from None
+    card = session.get(Card, item.card_id)
+    assert card is not None
+    counts = due_counts(session=session, user=user, settings=request.app.state.settings, now=clock.now())
+    return {
+        "item": quizzes.item_view(item, card),
+        "size": quiz.size,
+        "due": {"now": counts.due_now, "today": counts.today},
+    }
+
+
+@pages.post("/{quiz_id}/undo", dependencies=[CsrfChecked])
+def undo_form(quiz_id: RowId, request: Request, user: CurrentUser, session: SessionDep) -> RedirectResponse:
+    quiz = _own_quiz(session, user, quiz_id)
+    try:
+        item = quiz_learning.undo_last_rating(session=session, quiz=quiz)
+    except ServiceError as exc:
+        flash(request, exc.message, "error")
+        return RedirectResponse(f"/quiz/{quiz_id}", status_code=303)
+    card = session.get(Card, item.card_id)
+    again = "rate it again" if item.kind == "recall" else "answer it again"
+    flash(request, f"Rating undone: {card.title if card else item.card_id} is as it was before; {again}.")
+    return RedirectResponse(f"/quiz/{quiz_id}/items/{item.position}", status_code=303)
