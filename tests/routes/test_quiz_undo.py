@@ -20,8 +20,18 @@ def settings(db_url: str) -> Settings:
 def progress_rows(client: TestClient) -> list[tuple]:
     with Session(client.app.state.engine) as session:  # type: ignore[attr-defined]
         rows = session.exec(select(CardProgress).order_by(CardProgress.card_id)).all()
-        return [(p.card_id, p.state, p.step, p.stability, p.difficulty, p.due, p.last_review, p.reps, p.lapses)
-                for p in rows]  # fmt: skip
+        fields = (
+            "card_id",
+            "state",
+            "step",
+            "stability",
+            "difficulty",
+            "due",
+            "last_review",
+            "reps",
+            "lapses",
+        )
+        return [tuple(getattr(p, name) for name in fields) for p in rows]
 
 
 def reviews(client: TestClient) -> int:
