@@ -11,10 +11,10 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import RedirectResponse
-from sqlmodel import Session
 
 from app.deps import ClockDep, CsrfChecked, CurrentUser, SessionDep
-from app.models import Card, QuizSession, User
+from app.models import Card
+from app.routes.quiz import load_quiz  # the owner's quiz, else 404
 from app.services import quiz as quizzes
 from app.services import quiz_learning
 from app.services.errors import ServiceError
@@ -26,20 +26,12 @@ router = APIRouter(prefix="/api/quizzes", tags=["quizzes"])
 pages = APIRouter(prefix="/quiz", tags=["pages"], include_in_schema=False)
 
 
-def _own_quiz(session: Session, user: User, quiz_id: int) -> QuizSession:
-    assert user.id is not None
-    quiz = quizzes.get_quiz(session=session, user_id=user.id, quiz_id=quiz_id)
-    if quiz is None:
-        raise HTTPException(404, "Quiz not found")
-    return quiz
-
-
 @router.post("/{quiz_id}/undo")
 def api_undo(
     quiz_id: RowId, request: Request, user: CurrentUser, session: SessionDep, clock: ClockDep
 ) -> dict[str, Any]:
     """Take back the quiz's last rating: the question as it is now (rateable again) and the due counts."""
-    quiz = _own_quiz(session, user, quiz_id)
+    quiz = load_quiz(session, user, quiz_id)
     try:
         item = quiz_learning.undo_last_rating(session=session, quiz=quiz, now=clock.now())
     except ServiceError as exc:
@@ -56,7 +48,7 @@ def api_undo(
 
 @pages.post("/{quiz_id}/undo", dependencies=[CsrfChecked])
 def undo_form(quiz_id: RowId, request: Request, user: CurrentUser, session: SessionDep) -> RedirectResponse:
-    quiz = _own_quiz(session, user, quiz_id)
+    quiz = load_quiz(session, user, quiz_id)
     try:
         item = quiz_learning.undo_last_rating(session=session, quiz=quiz)
     except ServiceError as exc:
