@@ -11,6 +11,7 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import RedirectResponse
+from pydantic import BaseModel
 
 from app.deps import ClockDep, CsrfChecked, CurrentUser, SessionDep
 from app.models import Card
@@ -23,13 +24,29 @@ from app.sessions import flash
 from app.validation import RowId
 
 router = APIRouter(prefix="/api/quizzes", tags=["quizzes"])
+
+
+# The due counts an undo changes back.
+class DueNow(BaseModel):
+    now: int
+    today: int
+
+
+# After an undo: the question as it is now (rateable, or answerable, again), the quiz's size
+# (one less when the Again's repeat went too), and the due counts.
+class UndoResult(BaseModel):
+    item: dict[str, Any]
+    size: int
+    due: DueNow
+
+
 pages = APIRouter(prefix="/quiz", tags=["pages"], include_in_schema=False)
 
 
 @router.post("/{quiz_id}/undo")
 def api_undo(
     quiz_id: RowId, request: Request, user: CurrentUser, session: SessionDep, clock: ClockDep
-) -> dict[str, Any]:
+) -> UndoResult:
     """Take back the quiz's last rating: the question as it is now (rateable again) and the due counts."""
     quiz = load_quiz(session, user, quiz_id)
     try:
@@ -39,11 +56,8 @@ def api_undo(
     card = session.get(Card, item.card_id)
     assert card is not None
     counts = due_counts(session=session, user=user, settings=request.app.state.settings, now=clock.now())
-    return {
-        "item": quizzes.item_view(item, card),
-        "size": quiz.size,
-        "due": {"now": counts.due_now, "today": counts.today},
-    }
+    due = DueNow(now=counts.due_now, today=counts.today)
+    return UndoResult(item=quizzes.item_view(item, card), size=quiz.size, due=due)
 
 
 @pages.post("/{quiz_id}/undo", dependencies=[CsrfChecked])

@@ -7,11 +7,12 @@ A fit is queued (app/services/personal_fsrs.py); the page shows its result when 
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Any
+from datetime import date, datetime
+from typing import Annotated
 
 from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import BaseModel
 from sqlmodel import Session
 
 from app.config import Settings
@@ -19,7 +20,7 @@ from app.deps import ClockDep, CsrfChecked, CurrentUser, SessionDep, SettingsDep
 from app.models import FsrsFit, User
 from app.services import personal_fsrs
 from app.services.errors import ServiceError
-from app.services.personal_fsrs import FIT_MIN_REVIEWS, MAX_SEQ_LEN, PersonalScheduling
+from app.services.personal_fsrs import FIT_MIN_REVIEWS, MAX_SEQ_LEN
 from app.services.scheduling import due_counts, retention_for
 from app.services.study_settings import StudyForm, read_study_form, save_study_form, study_form_for
 from app.sessions import flash
@@ -29,38 +30,50 @@ router = APIRouter(prefix="/api/settings", tags=["settings"])
 pages = APIRouter(prefix="/settings", tags=["pages"], include_in_schema=False)
 
 
-def _fit_json(fit: FsrsFit | None) -> dict[str, Any] | None:
-    if fit is None:
-        return None
-    return {
-        "id": fit.id,
-        "status": fit.status,
-        "reviews": fit.reviews,
-        "error": fit.error,
-        "created_at": fit.created_at.isoformat(),
-        "finished_at": fit.finished_at.isoformat() if fit.finished_at else None,
-        "seconds": fit.seconds,
-    }
+# One fit of the user's FSRS parameters, as the API shows it.
+class FitPublic(BaseModel):
+    id: str
+    status: str  # queued | running | done | failed
+    reviews: int  # the counted reviews it learned from
+    error: str | None
+    created_at: datetime
+    finished_at: datetime | None
+    seconds: float | None  # how long the optimizer ran
 
 
-def scheduling_json(
-    session: Session, user: User, settings: Settings, now: datetime, state: PersonalScheduling | None = None
-) -> dict[str, Any]:
-    state = state or personal_fsrs.personal_scheduling(session=session, user=user, now=now)
-    return {
-        "desired_retention": retention_for(user, settings),
-        "interview_date": user.interview_date.isoformat() if user.interview_date else None,
-        "reviews": state.reviews,
-        "counted_reviews": state.counted,
-        "reviews_needed": state.needed,
-        "threshold": FIT_MIN_REVIEWS,
-        "personal": state.personal,
-        "parameters": list(state.parameters),
-        "can_fit": state.can_fit,
-        "fit_pending": state.fit_pending,
-        "fit": _fit_json(state.fit),
-        "fit_error": personal_fsrs.fit_error(state.fit, now),
-    }
+# The user's scheduling: the settings that shape it, the review log's size, the parameters in use.
+class SchedulingPublic(BaseModel):
+    desired_retention: float
+    interview_date: date | None
+    reviews: int
+    counted_reviews: int  # a day or more after the card's previous review: what a fit learns from
+    reviews_needed: int  # counted reviews still missing before a fit can learn anything
+    threshold: int
+    personal: bool
+    parameters: list[float]
+    can_fit: bool
+    fit_pending: bool
+    fit: FitPublic | None
+    fit_error: str | None
+
+
+def scheduling_json(session: Session, user: User, settings: Settings, now: datetime) -> SchedulingPublic:
+    state = personal_fsrs.personal_scheduling(session=session, user=user, now=now)
+    fit = state.fit
+    return SchedulingPublic(
+        desired_retention=retention_for(user, settings),
+        interview_date=user.interview_date,
+        reviews=state.reviews,
+        counted_reviews=state.counted,
+        reviews_needed=state.needed,
+        threshold=FIT_MIN_REVIEWS,
+        personal=state.personal,
+        parameters=list(state.parameters),
+        can_fit=state.can_fit,
+        fit_pending=state.fit_pending,
+        fit=None if fit is None else FitPublic.model_validate(fit, from_attributes=True),
+        fit_error=personal_fsrs.fit_error(fit, now),
+    )
 
 
 def _submit(request: Request, session: Session, user: User, now: datetime) -> FsrsFit:
@@ -73,7 +86,7 @@ def _submit(request: Request, session: Session, user: User, now: datetime) -> Fs
 @router.get("/scheduling")
 def api_scheduling(
     user: Visitor, session: SessionDep, settings: SettingsDep, clock: ClockDep
-) -> dict[str, Any]:
+) -> SchedulingPublic:
     """The retention target, interview date, review counts, and whether the parameters are personal."""
     return scheduling_json(session, user, settings, clock.now())
 
@@ -81,7 +94,7 @@ def api_scheduling(
 @router.post("/scheduling/fit", status_code=202)
 def api_fit(
     request: Request, user: CurrentUser, session: SessionDep, settings: SettingsDep, clock: ClockDep
-) -> dict[str, Any]:
+) -> SchedulingPublic:
     """Queue a fit of the user's FSRS parameters: 422 with too few reviews, 409 while one is under way."""
     now = clock.now()
     try:
@@ -94,7 +107,7 @@ def api_fit(
 @router.delete("/scheduling/parameters")
 def api_reset(
     user: CurrentUser, session: SessionDep, settings: SettingsDep, clock: ClockDep
-) -> dict[str, Any]:
+) -> SchedulingPublic:
     """Back to fsrs's default parameters."""
     personal_fsrs.reset_parameters(session=session, user=user)
     return scheduling_json(session, user, settings, clock.now())
