@@ -1,4 +1,5 @@
-// Quiz keyboard shortcuts: 1-4 rate a revealed card (Again, Hard, Good, Easy); Ctrl+Enter submits an answer.
+// Quiz keyboard shortcuts: 1-4 rate a revealed card (Again, Hard, Good, Easy); Ctrl+Enter submits an answer;
+// Ctrl+Z (Cmd+Z) undoes the last rating, as in Anki, when not typing.
 // A typed recall answer is kept in this browser until the server has it, like the mock's drafts.
 (function () {
   const item = document.querySelector(".quiz-item");
@@ -42,6 +43,11 @@
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
       const form = el?.closest("form");
       if (form) { event.preventDefault(); form.requestSubmit(); }
+      return;
+    }
+    if (!typing && event.key.toLowerCase() === "z" && (event.ctrlKey || event.metaKey) && !event.shiftKey) {
+      const undo = document.getElementById("undo");
+      if (undo) { event.preventDefault(); undo.click(); }
       return;
     }
     if (typing || event.ctrlKey || event.metaKey || event.altKey) return;

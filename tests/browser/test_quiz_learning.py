@@ -101,5 +101,15 @@ def test_undo_brings_the_rating_buttons_back_and_the_due_count_is_unchanged(  # 
     expect(page.locator("#stat-due-today")).to_have_text(due_today)
     expect(page.locator("#stat-due-now")).to_have_text(due_now)
     expect(page.locator("#stat-reviews")).to_have_text("0")
+
+    # From the keyboard, as in Anki: rate with 3, then Ctrl+Z takes it back.
+    page.go_back()
+    page.reload()
+    page.keyboard.press("3")
+    expect(page.locator(".quiz-progress")).to_have_text("Question 2 of 2")
+    expect(page.locator("#undo kbd")).to_have_text("Ctrl+Z")
+    page.keyboard.press("Control+z")
+    expect(page.locator(".flash")).to_contain_text("Rating undone")
+    expect(page.locator(".quiz-item")).to_have_attribute("data-state", "revealed")
     context.close()
     assert violations == []
