@@ -16,10 +16,15 @@
   if (recall) {
     const saved = localStorage.getItem(key);
     if (saved !== null && !recall.value) recall.value = saved;
-    recall.addEventListener("input", () => {
+    const keep = () => {
       localStorage.setItem(key, recall.value);
       document.getElementById("draft-status").textContent = "Draft kept in this browser";
-    });
+    };
+    recall.addEventListener("input", keep);
+    // Text typed before this script ran (a slow load) had no input listener: keep it now, and
+    // again as the page goes away, so a reload never loses it.
+    if (recall.value) keep();
+    window.addEventListener("pagehide", () => { if (recall.value) keep(); });
   }
   // After a reveal the page opens on the strong answer: focus goes there, for the keyboard and screen readers.
   const strong = document.getElementById("strong-answer");
