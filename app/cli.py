@@ -164,10 +164,12 @@ def _worker(args: argparse.Namespace) -> int:
         return 2
     from app.content.catalog import load_catalog
     from app.lab.jobs import LabJobs
+    from app.services.personal_fsrs import FitJobs
 
     topics = {c.slug: c.meta.topics for c in load_catalog(settings.content_root).challenges}
     queue = build_queue(settings, get_engine(), topics)
     LabJobs(queue.huey, get_engine(), settings)  # lab runs share the queue: any worker may launch one
+    FitJobs(queue.huey, settings)  # so do personal FSRS fits
     queue.run_worker(args.threads)
     return 0
 

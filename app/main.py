@@ -41,14 +41,17 @@ from app.routes import (
     progress,
     quiz_api,
     quiz_pages,
+    quiz_undo,
     submissions,
     topics,
 )
+from app.routes import settings as settings_routes
 from app.security import RequestGuard, SecurityHeaders
 from app.services.content_sync import sync_bank
 from app.services.errors import ServiceError, TooManyRequests
 from app.services.grading import build_queue
 from app.services.guests import purge_idle_guests
+from app.services.personal_fsrs import FitJobs
 from app.services.ratelimit import RateLimiter
 from app.services.site import load_site_content
 from app.services.verdict_waits import VerdictWaits
@@ -94,6 +97,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.grading.on_done = app.state.verdict_waits.notify
             # Lab runs go through the same queue; its workers only launch their child processes.
             app.state.lab = LabJobs(app.state.grading.huey, app.state.engine, settings)
+            # So do personal FSRS fits (app/services/personal_fsrs.py).
+            app.state.fsrs_fits = FitJobs(app.state.grading.huey, settings)
             if settings.grading_workers > 0:
                 app.state.grading.start_workers(settings.grading_workers)
             # Everything loaded so far (torch's modules above all) lives as long as the process: out
@@ -211,6 +216,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(auth.router)
     app.include_router(quiz_pages.pages)
     app.include_router(quiz_api.router)
+    app.include_router(quiz_undo.pages)
+    app.include_router(quiz_undo.router)
+    app.include_router(settings_routes.pages)
+    app.include_router(settings_routes.router)
     app.include_router(progress.pages)
     app.include_router(progress.router)
     app.include_router(account.pages)

@@ -87,6 +87,9 @@ class User(SQLModel, table=True):
     # Part of every session's fingerprint: log-out and password change add one, which ends
     # every session signed before (a copied cookie included), on every server at once.
     session_version: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    # FSRS's 21 parameters fitted to this user's own reviews (app/services/personal_fsrs.py);
+    # None means fsrs's defaults.
+    fsrs_parameters: list[float] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
 
     @property
     def is_guest(self) -> bool:
@@ -162,6 +165,8 @@ class QuizItem(SQLModel, table=True):
     answered_at: datetime | None = None
     rated_at: datetime | None = None
     due_after: datetime | None = None
+    # A card rated Again is asked once more at the end of its quiz: this is the item it repeats.
+    repeat_of: int | None = Field(default=None, foreign_key="quizitem.id")
 
 
 # One rating of one card: the history behind the heatmap, the streak and the export.
@@ -174,6 +179,9 @@ class Review(SQLModel, table=True):
     reviewed_at: datetime = Field(default_factory=utcnow, index=True)
     due_after: datetime
     quiz_item_id: int | None = Field(default=None, foreign_key="quizitem.id")
+    # The card's CardProgress fields just before this review (None: it had no row yet), so an
+    # undo puts them back exactly (app/services/quiz_learning.py).
+    before: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
 
 
 # A timed mock interview: its set-up, the server's clock (start and deadline), and its share link.
@@ -238,3 +246,17 @@ class LabRun(SQLModel, table=True):
     started_at: datetime | None = None  # when the job got this machine's lab lock
     heartbeat_at: datetime | None = None  # the job's last progress report: a stale one means it died
     finished_at: datetime | None = None
+
+
+# One fit of a user's FSRS parameters to their review log, done by a background job.
+class FsrsFit(SQLModel, table=True):
+    id: str = Field(primary_key=True, max_length=32)
+    user_id: int = Field(foreign_key="user.id", index=True)
+    status: str = Field(default="queued", max_length=10)  # queued | running | done | failed
+    reviews: int = 0  # the reviews the optimizer learns from (a day or more after the card's previous one)
+    parameters: list[float] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    error: str | None = Field(default=None, max_length=500)
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    seconds: float | None = None  # how long the optimizer ran

@@ -18,13 +18,14 @@ from sqlmodel import Session
 from app.config import Settings
 from app.cookie_session import flash, log_out
 from app.deps import CsrfChecked, CurrentUser, LoginLimiter, SessionDep, SettingsDep, Visitor
-from app.models import User
+from app.models import User, utcnow
 from app.routes.auth import sign_in
 from app.routes.public import Public, Timestamp
 from app.services.accounts import AccountError, change_password, delete_user, export_user, password_hasher
 from app.services.errors import ServiceError, TooManyRequests
 from app.services.ratelimit import RateLimiter
 from app.services.scheduling import retention_for
+from app.services.study_settings import StudyForm, read_study_form, save_study_form, study_form_for
 from app.validation import ApiModel
 from app.web import templates
 
@@ -173,14 +174,20 @@ def api_delete(
 
 
 def _page(
-    request: Request, user: User, settings: Settings, errors: dict[str, str], status: int
+    request: Request,
+    user: User,
+    settings: Settings,
+    errors: dict[str, str],
+    status: int,
+    study: StudyForm | None = None,
 ) -> HTMLResponse:
     return templates.TemplateResponse(
         request,
         "account/index.html",
         {
             "user": user,
-            "retention_percent": round(retention_for(user, settings) * 100),
+            "study": study or study_form_for(user, settings),
+            "study_action": "/account/settings",
             "default_percent": round(settings.desired_retention * 100),
             "errors": errors,
         },
@@ -202,27 +209,10 @@ def settings_form(
     retention: Annotated[str, Form(max_length=10)] = "",
     interview_date: Annotated[str, Form(max_length=20)] = "",
 ) -> Response:
-    errors: dict[str, str] = {}
-    percent: float | None = None
-    if retention.strip():
-        try:
-            percent = float(retention)
-        except ValueError:
-            percent = -1
-        if not 70 <= percent <= 99:
-            errors["retention"] = "Choose a retention between 70% and 99%."
-    day: date | None = None
-    if interview_date.strip():
-        try:
-            day = date.fromisoformat(interview_date.strip())
-        except ValueError:
-            errors["interview_date"] = "Use a date like 2026-12-24."
-    if errors:
-        return _page(request, user, settings, errors, 422)
-    user.desired_retention = None if percent is None else round(percent / 100, 4)
-    user.interview_date = day
-    session.add(user)
-    session.commit()
+    form = read_study_form(retention, interview_date, today=utcnow().date())
+    if form.errors:
+        return _page(request, user, settings, form.errors, 422, study=form)
+    save_study_form(session=session, user=user, form=form)
     flash(request, "Settings saved.", "success")
     return RedirectResponse("/account", status_code=303)
 

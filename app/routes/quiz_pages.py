@@ -33,6 +33,7 @@ from app.pages import guest_cached
 from app.routes.quiz_models import Difficulty, Kind, Mode, QuizCreate
 from app.routes.quiz_views import load_item, load_quiz, start
 from app.services import quiz as quizzes
+from app.services import quiz_learning
 from app.services.numeric import BYTE_UNITS
 from app.services.scheduling import (
     RATING_NAMES,
@@ -182,6 +183,7 @@ def quiz_page(
             "now": now,
             "until": humanize_interval,
             "names": RATING_NAMES,
+            "undo": quiz_learning.undo_offer(session=session, quiz=quiz),
         },
     )
 
@@ -236,6 +238,7 @@ def _item_page(
             "next_position": position + 1 if position + 1 < quiz.size else None,
             "typed_value": typed_value,
             "answer_error": error,
+            "undo": quiz_learning.undo_offer(session=session, quiz=quiz),
         },
         status_code=status,
     )

@@ -22,6 +22,7 @@ from sqlmodel import Session, SQLModel, col, select
 from app.config import Settings
 from app.models import (
     CardProgress,
+    FsrsFit,
     LabRun,
     MockInterview,
     MockItem,
@@ -45,6 +46,7 @@ USER_TABLES: tuple[type[SQLModel], ...] = (
     CardProgress,
     Submission,
     LabRun,
+    FsrsFit,
 )
 
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -208,6 +210,8 @@ def merge_users(*, session: Session, source: User, target: User) -> None:
         target.desired_retention = source.desired_retention
     if target.interview_date is None:
         target.interview_date = source.interview_date
+    if target.fsrs_parameters is None:
+        target.fsrs_parameters = source.fsrs_parameters
     session.add(target)
     session.delete(source)
     session.commit()

@@ -27,7 +27,7 @@ from sqlmodel import Session, col, select
 
 from app.config import Settings
 from app.models import Card, CardProgress, QuizItem, QuizSession, User, utcnow
-from app.services import questions, scheduling
+from app.services import questions, quiz_learning, scheduling
 from app.services.card_content import content
 from app.services.errors import ServiceError
 from app.services.questions import KINDS
@@ -233,6 +233,7 @@ def _rate(
     item.rated_at = now
     item.due_after = progress.due
     session.add(item)
+    quiz_learning.queue_repeat(session=session, item=item, rating=rating)  # Again: asked again at the end
     quiz = session.get(QuizSession, item.session_id)
     if quiz is not None and quiz.finished_at is None:
         session.flush()

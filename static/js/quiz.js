@@ -1,4 +1,5 @@
-// Quiz keyboard shortcuts: 1-4 rate a revealed card (Again, Hard, Good, Easy); Ctrl+Enter submits an answer.
+// Quiz keyboard shortcuts: 1-4 rate a revealed card (Again, Hard, Good, Easy); Ctrl+Enter submits an answer;
+// Ctrl+Z (Cmd+Z) undoes the last rating, as in Anki, when not typing.
 // A typed recall answer is kept in this browser until the server has it, like the mock's drafts.
 (function () {
   const item = document.querySelector(".quiz-item");
@@ -15,10 +16,15 @@
   if (recall) {
     const saved = localStorage.getItem(key);
     if (saved !== null && !recall.value) recall.value = saved;
-    recall.addEventListener("input", () => {
+    const keep = () => {
       localStorage.setItem(key, recall.value);
       document.getElementById("draft-status").textContent = "Draft kept in this browser";
-    });
+    };
+    recall.addEventListener("input", keep);
+    // Text typed before this script ran (a slow load) had no input listener: keep it now, and
+    // again as the page goes away, so a reload never loses it.
+    if (recall.value) keep();
+    window.addEventListener("pagehide", () => { if (recall.value) keep(); });
   }
   // After a reveal the page opens on the strong answer: focus goes there, for the keyboard and screen readers.
   const strong = document.getElementById("strong-answer");
@@ -42,6 +48,11 @@
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
       const form = el?.closest("form");
       if (form) { event.preventDefault(); form.requestSubmit(); }
+      return;
+    }
+    if (!typing && event.key.toLowerCase() === "z" && (event.ctrlKey || event.metaKey) && !event.shiftKey) {
+      const undo = document.getElementById("undo");
+      if (undo) { event.preventDefault(); undo.click(); }
       return;
     }
     if (typing || event.ctrlKey || event.metaKey || event.altKey) return;
