@@ -27,6 +27,7 @@ from app.routes import (
     challenges,
     docs,
     home,
+    key_points,
     lab,
     mock,
     progress,
@@ -190,6 +191,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(auth.router)
     app.include_router(quiz.pages)
     app.include_router(quiz.router)
+    app.include_router(key_points.router)
     app.include_router(progress.pages)
     app.include_router(progress.router)
     app.include_router(account.pages)

@@ -69,7 +69,7 @@ from app.config import Settings
 from app.content.catalog import Catalog
 from app.content.challenges import Challenge
 from app.models import Card, CardProgress, MockInterview, MockItem, Submission, Topic, User
-from app.services import numeric, scheduling
+from app.services import key_point_suggestions, numeric, scheduling
 from app.services.errors import ServiceError
 from app.services.grading import GradingQueue
 from app.services.quiz import build_choice, grade_choice
@@ -509,6 +509,7 @@ def answer(
             }
         else:
             values["answer"] = text
+            values |= key_point_suggestions.mock_fields(session=session, item=item, text=text)
         if not item.payload.get("follow_up"):
             values["done_at"] = now
         guard = col(MockItem.answered_at).is_(None)
@@ -741,6 +742,8 @@ class ItemReport:
     answer: str | None = None
     key_points: list[str] = field(default_factory=list)
     covered: list[int] = field(default_factory=list)
+    suggested: list[int] | None = None  # what the matcher pre-ticked (None: no suggestion was made)
+    suggested_by: str | None = None  # semantic | lexical
     follow_up_question: str | None = None
     follow_up_strong: str | None = None
     follow_up_answer: str | None = None
@@ -854,6 +857,11 @@ def _wrong_matches(item: MockItem, card: Card, common: AbstractSet[str]) -> list
     return found
 
 
+def _suggested_fields(item: MockItem, n_points: int) -> dict[str, Any]:
+    got = key_point_suggestions.read(item.suggested, n_points)
+    return {"suggested": got.points, "suggested_by": got.method.value} if got else {}
+
+
 def build_report(*, session: Session, mock: MockInterview, catalog: Catalog, now: datetime) -> Report:
     """Everything the report shows, and nothing about its owner: safe for the shared link."""
     items = mock_items(session=session, mock=mock)
@@ -924,6 +932,7 @@ def build_report(*, session: Session, mock: MockInterview, catalog: Catalog, now
                 answer=item.answer,
                 key_points=list(card.data["key_points"]),
                 covered=list(item.covered or []),
+                **_suggested_fields(item, n_points),
                 follow_up_question=follow.get("question"),
                 follow_up_strong=follow.get("answer"),
                 follow_up_answer=item.follow_up_answer,

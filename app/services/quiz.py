@@ -23,7 +23,7 @@ from sqlmodel import Session, col, select
 
 from app.config import Settings
 from app.models import Card, CardProgress, QuizItem, QuizSession, User, utcnow
-from app.services import numeric, scheduling
+from app.services import key_point_suggestions, numeric, scheduling
 from app.services.errors import ServiceError
 
 KINDS = ("recall", "choice", "numeric")
@@ -345,7 +345,12 @@ def answer_item(
         raise QuizError("This question is already answered")
     rating: Rating | None = None
     if item.kind == "recall":
-        item.response = {"answer": (text or "").strip()[:MAX_TYPED_ANSWER]}
+        typed = (text or "").strip()[:MAX_TYPED_ANSWER]
+        # The key points the answer seems to cover, pre-ticked on the revealed page.
+        item.response = {
+            "answer": typed,
+            **key_point_suggestions.quiz_fields(session.get(Card, item.card_id), typed),
+        }
     elif item.kind == "choice":
         options = item.payload["options"]
         chosen = set(picked)

@@ -1,0 +1,27 @@
+"""the key points the matcher suggested for a mock answer
+
+Revision ID: 0007
+Revises: 0006
+Create Date: 2026-12-01 12:45:00.000000
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0007"
+down_revision = "0006"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    # Nullable: answers given before this column existed simply have no suggestion.
+    with op.batch_alter_table("mockitem", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("suggested", sa.JSON(), nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("mockitem", schema=None) as batch_op:
+        batch_op.drop_column("suggested")
