@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
-from starlette.concurrency import run_in_threadpool
 
 log = logging.getLogger(__name__)
 
@@ -224,7 +223,8 @@ class KeyPointMatcher:
         return self._embedder
 
     def suggest(self, text: str, points: Sequence[str]) -> Suggestion:
-        """Blocking (it may load the model): call from a worker thread, see `suggest_async`."""
+        """Blocking (the first call loads the model): call it from a worker thread, as FastAPI
+        runs the plain-function routes that answer questions, never on the event loop."""
         embedder = self.embedder() if text.strip() else None
         if embedder is not None:
             scores = semantic_scores(embedder, text, points, self._points)
@@ -234,10 +234,6 @@ class KeyPointMatcher:
             threshold, method = LEXICAL_THRESHOLD, Method.lexical
         chosen = [i for i, s in enumerate(scores) if s >= threshold]
         return Suggestion(points=chosen, method=method, scores=[round(s, 3) for s in scores])
-
-    async def suggest_async(self, text: str, points: Sequence[str]) -> Suggestion:
-        """The suggestion without blocking the event loop (model loading and encoding run in a thread)."""
-        return await run_in_threadpool(self.suggest, text, list(points))
 
 
 _matcher: KeyPointMatcher | None = None

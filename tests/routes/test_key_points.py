@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from datetime import UTC, datetime
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
-from app.main import create_app
+from app.config import Settings
 from app.models import Card, MockItem
-from app.services.clock import ManualClock
 from tests.services.factories import csrf, fast_settings, signup, start_quiz
 
 CARD = "what-the-cache-stores"
@@ -20,16 +17,8 @@ PARAPHRASE = "Queries are never cached, since no later position reads an old que
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
-
-
-@pytest.fixture
-def app_client(db_url: str, clock: ManualClock) -> Iterator[TestClient]:
-    app = create_app(fast_settings(db_url))
-    app.state.clock = clock
-    with TestClient(app) as client:
-        yield client
+def settings(db_url: str) -> Settings:
+    return fast_settings(db_url)
 
 
 def key_points(client: TestClient, card_id: str) -> list[str]:
@@ -39,13 +28,13 @@ def key_points(client: TestClient, card_id: str) -> list[str]:
         return list(card.data["key_points"])
 
 
-def test_the_suggest_endpoint_says_which_points_and_how(app_client: TestClient) -> None:
-    response = app_client.post("/api/key-points/suggest", json={"card_id": CARD, "text": PARAPHRASE})
+def test_the_suggest_endpoint_says_which_points_and_how(client: TestClient) -> None:
+    response = client.post("/api/key-points/suggest", json={"card_id": CARD, "text": PARAPHRASE})
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["card_id"] == CARD and body["method"] == "semantic"
     assert body["points"] == [3]
-    assert len(body["scores"]) == len(key_points(app_client, CARD))
+    assert len(body["scores"]) == len(key_points(client, CARD))
 
 
 @pytest.mark.parametrize(
@@ -58,13 +47,13 @@ def test_the_suggest_endpoint_says_which_points_and_how(app_client: TestClient) 
         ({"card_id": CARD, "text": ["a list"]}, 422),
     ],
 )
-def test_bad_suggest_requests_are_refused(app_client: TestClient, body: dict, status: int) -> None:
-    response = app_client.post("/api/key-points/suggest", json=body)
+def test_bad_suggest_requests_are_refused(client: TestClient, body: dict, status: int) -> None:
+    response = client.post("/api/key-points/suggest", json=body)
     assert response.status_code == status, response.text
 
 
-def test_an_empty_answer_gets_no_suggestion(app_client: TestClient) -> None:
-    body = app_client.post("/api/key-points/suggest", json={"card_id": CARD, "text": "  "}).json()
+def test_an_empty_answer_gets_no_suggestion(client: TestClient) -> None:
+    body = client.post("/api/key-points/suggest", json={"card_id": CARD, "text": "  "}).json()
     assert body["points"] == []
 
 
@@ -73,40 +62,40 @@ def _recall_quiz(client: TestClient) -> tuple[dict, dict]:
     return quiz, quiz["items"][0]
 
 
-def test_a_quiz_recall_answer_comes_back_with_its_suggestion(app_client: TestClient) -> None:
-    quiz, item = _recall_quiz(app_client)
-    point = key_points(app_client, item["card_id"])[1]
+def test_a_quiz_recall_answer_comes_back_with_its_suggestion(client: TestClient) -> None:
+    quiz, item = _recall_quiz(client)
+    point = key_points(client, item["card_id"])[1]
     base = f"/api/quizzes/{quiz['id']}/items/{item['position']}"
-    view = app_client.post(base + "/answer", json={"answer": point}).json()
+    view = client.post(base + "/answer", json={"answer": point}).json()
     suggested = view["response"]["suggested"]
     assert 1 in suggested["points"] and suggested["method"] == "semantic"
     # The user's ticks are what is rated; the suggestion stays beside them.
-    rated = app_client.post(base + "/rate", json={"rating": "good", "key_points": [0]}).json()
+    rated = client.post(base + "/rate", json={"rating": "good", "key_points": [0]}).json()
     assert rated["response"]["key_points"] == [0] and rated["response"]["suggested"] == suggested
 
 
-def test_the_revealed_quiz_page_pre_ticks_the_suggested_points(app_client: TestClient) -> None:
-    signup(app_client, "kp@example.com")
-    token = csrf(app_client, "/quiz")
-    quiz, item = _recall_quiz(app_client)
-    point = key_points(app_client, item["card_id"])[0]
+def test_the_revealed_quiz_page_pre_ticks_the_suggested_points(client: TestClient) -> None:
+    signup(client, "kp@example.com")
+    token = csrf(client, "/quiz")
+    quiz, item = _recall_quiz(client)
+    point = key_points(client, item["card_id"])[0]
     action = f"/quiz/{quiz['id']}/items/{item['position']}"
-    app_client.post(action + "/answer", data={"csrf_token": token, "answer": point})
-    page = app_client.get(action).text
+    client.post(action + "/answer", data={"csrf_token": token, "answer": point})
+    page = client.get(action).text
     assert "seems to cover" in page and 'class="badge suggested"' in page
     boxes = re.findall(r'<input type="checkbox" name="key_points" value="(\d+)"\s*(checked)?', page)
     assert ("0", "checked") in boxes
     # A typed answer that covers nothing says so, and nothing is pre-ticked.
     second = quiz["items"][1]
     action = f"/quiz/{quiz['id']}/items/{second['position']}"
-    app_client.post(action + "/answer", data={"csrf_token": token, "answer": "pasta for dinner, then a walk"})
-    page = app_client.get(action).text
+    client.post(action + "/answer", data={"csrf_token": token, "answer": "pasta for dinner, then a walk"})
+    page = client.get(action).text
     assert "did not clearly cover any key point" in page and " checked" not in page
 
 
-def test_a_quiz_answer_left_empty_has_no_suggestion(app_client: TestClient) -> None:
-    quiz, item = _recall_quiz(app_client)
-    view = app_client.post(f"/api/quizzes/{quiz['id']}/items/0/answer", json={"answer": ""}).json()
+def test_a_quiz_answer_left_empty_has_no_suggestion(client: TestClient) -> None:
+    quiz, item = _recall_quiz(client)
+    view = client.post(f"/api/quizzes/{quiz['id']}/items/0/answer", json={"answer": ""}).json()
     assert "suggested" not in view["response"]
 
 
@@ -116,76 +105,70 @@ def _mock_items(client: TestClient, mock_id: int) -> dict[int, MockItem]:
         return {i.position: i for i in rows}
 
 
-def test_a_mock_report_shows_what_was_suggested_and_what_was_confirmed(
-    app_client: TestClient, clock: ManualClock
-) -> None:
-    signup(app_client, "mock-kp@example.com")
-    token = csrf(app_client, "/mock")
-    state = app_client.post("/api/mock", json={"minutes": 9, "topics": ["kv-cache-contents"],
+def test_a_mock_report_shows_what_was_suggested_and_what_was_confirmed(client: TestClient) -> None:
+    signup(client, "mock-kp@example.com")
+    token = csrf(client, "/mock")
+    state = client.post("/api/mock", json={"minutes": 9, "topics": ["kv-cache-contents"],
                                                "with_challenge": False}).json()  # fmt: skip
     mock_id = state["id"]
     answered: dict[int, list[str]] = {}
     while state["current"]:
         current = state["current"]
-        clock.advance(10)
         body: dict[str, object] = {"position": current["position"], "step": current["step"], "text": ""}
         if current["step"] == "question" and current["kind"] == "recall":
-            item = _mock_items(app_client, mock_id)[current["position"]]
-            points = key_points(app_client, str(item.card_id))
+            item = _mock_items(client, mock_id)[current["position"]]
+            points = key_points(client, str(item.card_id))
             answered[current["position"]] = points
             body["text"] = f"{points[0]} {points[2]}"
         elif current["step"] == "question" and current["kind"] == "numeric":
             body |= {"value": "1", "unit": current["numeric"]["unit"]}
         elif current["step"] == "question" and current["kind"] == "choice":
             body["picked"] = [0]
-        state = app_client.post(f"/api/mock/{mock_id}/answers", json=body).json()
+        state = client.post(f"/api/mock/{mock_id}/answers", json=body).json()
     assert answered, "the interview had no spoken question"
     position = min(answered)
-    stored = _mock_items(app_client, mock_id)[position].suggested
+    stored = _mock_items(client, mock_id)[position].suggested
     assert stored is not None and {0, 2} <= set(stored["points"]) and stored["method"] == "semantic"
 
     # The scoring page pre-ticks the suggestions, marked as such.
-    page = app_client.get(f"/mock/{mock_id}").text
+    page = client.get(f"/mock/{mock_id}").text
     assert "Score your answers" in page and 'class="badge suggested"' in page
     assert re.search(rf'name="kp-{position}" value="0"\s+checked', page)
 
     # The user unticks one suggestion and adds another point.
     confirmed = [0, 1]
-    app_client.post(
+    client.post(
         f"/mock/{mock_id}/score", data={"csrf_token": token, f"kp-{position}": [str(i) for i in confirmed]}
     )
-    report = app_client.get(f"/api/mock/{mock_id}/report").json()
+    report = client.get(f"/api/mock/{mock_id}/report").json()
     row = next(i for i in report["items"] if i["position"] == position)
     assert row["covered"] == confirmed and row["suggested"] == stored["points"]
     assert row["suggested_by"] == "semantic"
-    html = app_client.get(f"/mock/{mock_id}").text
+    html = client.get(f"/mock/{mock_id}").text
     assert "suggested by the matcher" in html and "you confirmed" in html and "you unticked it" in html
     assert f"Suggested by the matcher: {len(stored['points'])} of {len(answered[position])}" in html
 
 
-def test_a_mock_answer_from_before_suggestions_still_reports(
-    app_client: TestClient, clock: ManualClock
-) -> None:
+def test_a_mock_answer_from_before_suggestions_still_reports(client: TestClient) -> None:
     """Rows written before the column existed have no suggestion: the report shows only the ticks."""
-    state = app_client.post("/api/mock", json={"minutes": 9, "topics": ["kv-cache-contents"],
+    state = client.post("/api/mock", json={"minutes": 9, "topics": ["kv-cache-contents"],
                                                "with_challenge": False}).json()  # fmt: skip
     mock_id = state["id"]
     while state["current"]:
         current = state["current"]
-        clock.advance(10)
         body: dict[str, object] = {"position": current["position"], "step": current["step"], "text": "keys"}
         if current["step"] == "question" and current["kind"] == "numeric":
             body |= {"value": "1", "unit": current["numeric"]["unit"]}
         if current["step"] == "question" and current["kind"] == "choice":
             body["picked"] = [0]
-        state = app_client.post(f"/api/mock/{mock_id}/answers", json=body).json()
-    with Session(app_client.app.state.engine) as session:  # type: ignore[attr-defined]
+        state = client.post(f"/api/mock/{mock_id}/answers", json=body).json()
+    with Session(client.app.state.engine) as session:  # type: ignore[attr-defined]
         for item in session.exec(select(MockItem).where(MockItem.interview_id == mock_id)).all():
             item.suggested = None
             session.add(item)
         session.commit()
-    scored = app_client.post(f"/api/mock/{mock_id}/score", json={"items": []})
+    scored = client.post(f"/api/mock/{mock_id}/score", json={"items": []})
     assert scored.status_code == 200, scored.text
     assert all(i["suggested"] is None for i in scored.json()["items"])
-    html = app_client.get(f"/mock/{mock_id}").text
+    html = client.get(f"/mock/{mock_id}").text
     assert "Your report" in html and "suggested by the matcher" not in html

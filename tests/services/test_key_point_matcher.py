@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from app.services import key_point_matcher as kpm
@@ -111,3 +113,23 @@ def test_a_stored_suggestion_is_checked_against_the_card() -> None:
     assert read(None, 4) is None
     assert read({"points": [0], "method": "telepathy"}, 4) is None
     assert read({"points": "0", "method": "lexical"}, 4) is None
+
+
+def test_the_model_loads_from_its_package_with_no_network(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing is fetched or cached at run time: no socket may connect, HOME is empty and stays so."""
+    import socket
+
+    def no_network(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the matcher tried to reach the network")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    embedder = kpm.WordLlamaEmbedder()
+    rows = embedder.encode(["keys and values", "the query"])
+    assert rows.shape[0] == 2 and abs(float((rows[0] ** 2).sum()) - 1.0) < 1e-4
+    assert list(tmp_path.iterdir()) == []
