@@ -157,6 +157,9 @@ class QuizItem(SQLModel, table=True):
     payload: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     # What the user answered: typed text, picked options, a number and its unit, ticked key points.
     response: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    # What the key-point matcher pre-ticked for a typed recall answer: {"points": [...], "method":
+    # "semantic" | "lexical"}; None without a typed answer or from before it existed.
+    suggested: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     correct: bool | None = None
     rating: int | None = None  # fsrs.Rating: 1 Again, 2 Hard, 3 Good, 4 Easy
     answered_at: datetime | None = None

@@ -1,7 +1,7 @@
 """Suggested key-point ticks, made when a free-text answer is submitted and kept beside it.
 
-A quiz recall answer keeps its suggestion in the item's response (`response["suggested"]`),
-a mock answer in `MockItem.suggested`; both hold `{"points": [...], "method": ...}`. What the
+A quiz recall answer keeps its suggestion in `QuizItem.suggested`, a mock answer in
+`MockItem.suggested`; both hold `{"points": [...], "method": ...}`. What the
 user then ticks is stored where it always was (the quiz's `response["key_points"]`, the
 mock's `covered`), so a report can show both: what the matcher suggested, what the user
 confirmed. Answers given before suggestions existed have none, and every reader copes.
@@ -38,11 +38,11 @@ def _stored(suggestion: Suggestion) -> dict[str, Any]:
     return {"points": suggestion.points, "method": suggestion.method.value}
 
 
-def quiz_fields(card: Card | None, text: str) -> dict[str, Any]:
-    """Extra fields for a recall item's response: the suggestion, when something was typed."""
+def for_typed(card: Card | None, text: str) -> dict[str, Any] | None:
+    """A quiz recall item's `suggested`: None when nothing was typed."""
     if card is None or not text.strip():
-        return {}
-    return {"suggested": _stored(suggest_for_card(card, text))}
+        return None
+    return _stored(suggest_for_card(card, text))
 
 
 def mock_fields(*, session: Session, item: MockItem, text: str) -> dict[str, Any]:

@@ -345,12 +345,11 @@ def answer_item(
         raise QuizError("This question is already answered")
     rating: Rating | None = None
     if item.kind == "recall":
-        typed = (text or "").strip()[:MAX_TYPED_ANSWER]
+        item.response = {"answer": (text or "").strip()[:MAX_TYPED_ANSWER]}
         # The key points the answer seems to cover, pre-ticked on the revealed page.
-        item.response = {
-            "answer": typed,
-            **key_point_suggestions.quiz_fields(session.get(Card, item.card_id), typed),
-        }
+        item.suggested = key_point_suggestions.for_typed(
+            session.get(Card, item.card_id), item.response["answer"]
+        )
     elif item.kind == "choice":
         options = item.payload["options"]
         chosen = set(picked)
@@ -436,6 +435,8 @@ def item_view(item: QuizItem, card: Card) -> dict[str, Any]:
     view["response"] = item.response
     view["correct"] = item.correct
     view["key_points"] = card.data["key_points"]
+    if item.kind == "recall":
+        view["suggested"] = item.suggested
     if item.kind == "choice":
         view["options"] = [
             {"index": i, "text": o["text"], "correct": o["correct"], "why": o["why"]}

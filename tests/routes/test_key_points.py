@@ -67,11 +67,11 @@ def test_a_quiz_recall_answer_comes_back_with_its_suggestion(client: TestClient)
     point = key_points(client, item["card_id"])[1]
     base = f"/api/quizzes/{quiz['id']}/items/{item['position']}"
     view = client.post(base + "/answer", json={"answer": point}).json()
-    suggested = view["response"]["suggested"]
+    suggested = view["suggested"]
     assert 1 in suggested["points"] and suggested["method"] == "semantic"
     # The user's ticks are what is rated; the suggestion stays beside them.
     rated = client.post(base + "/rate", json={"rating": "good", "key_points": [0]}).json()
-    assert rated["response"]["key_points"] == [0] and rated["response"]["suggested"] == suggested
+    assert rated["response"]["key_points"] == [0] and rated["suggested"] == suggested
 
 
 def test_the_revealed_quiz_page_pre_ticks_the_suggested_points(client: TestClient) -> None:
@@ -96,7 +96,7 @@ def test_the_revealed_quiz_page_pre_ticks_the_suggested_points(client: TestClien
 def test_a_quiz_answer_left_empty_has_no_suggestion(client: TestClient) -> None:
     quiz, item = _recall_quiz(client)
     view = client.post(f"/api/quizzes/{quiz['id']}/items/0/answer", json={"answer": ""}).json()
-    assert "suggested" not in view["response"]
+    assert view["suggested"] is None
 
 
 def _mock_items(client: TestClient, mock_id: int) -> dict[int, MockItem]:

@@ -1,4 +1,4 @@
-"""the key points the matcher suggested for a mock answer
+"""the key points the matcher suggested for a quiz recall answer and a mock answer
 
 Revision ID: 0007
 Revises: 0006
@@ -17,11 +17,13 @@ depends_on = None
 
 
 def upgrade() -> None:
-    # Nullable: answers given before this column existed simply have no suggestion.
-    with op.batch_alter_table("mockitem", schema=None) as batch_op:
-        batch_op.add_column(sa.Column("suggested", sa.JSON(), nullable=True))
+    # Nullable: answers given before these columns existed simply have no suggestion.
+    for table in ("quizitem", "mockitem"):
+        with op.batch_alter_table(table, schema=None) as batch_op:
+            batch_op.add_column(sa.Column("suggested", sa.JSON(), nullable=True))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("mockitem", schema=None) as batch_op:
-        batch_op.drop_column("suggested")
+    for table in ("mockitem", "quizitem"):
+        with op.batch_alter_table(table, schema=None) as batch_op:
+            batch_op.drop_column("suggested")
