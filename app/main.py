@@ -35,6 +35,7 @@ from app.routes import (
     challenges,
     docs,
     home,
+    key_points,
     lab,
     mock_api,
     mock_pages,
@@ -220,6 +221,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(quiz_undo.router)
     app.include_router(settings_routes.pages)
     app.include_router(settings_routes.router)
+    app.include_router(key_points.router)
     app.include_router(progress.pages)
     app.include_router(progress.router)
     app.include_router(account.pages)

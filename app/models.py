@@ -160,6 +160,9 @@ class QuizItem(SQLModel, table=True):
     payload: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     # What the user answered: typed text, picked options, a number and its unit, ticked key points.
     response: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    # What the key-point matcher pre-ticked for a typed recall answer: {"points": [...], "method":
+    # "semantic" | "lexical"}; None without a typed answer or from before it existed.
+    suggested: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     correct: bool | None = None
     rating: int | None = None  # fsrs.Rating: 1 Again, 2 Hard, 3 Good, 4 Easy
     answered_at: datetime | None = None
@@ -226,6 +229,10 @@ class MockItem(SQLModel, table=True):
     done_at: datetime | None = None  # the follow-up answered too: the interviewer moves on
     # The user's own scoring once the clock stops: key points covered, and whether the follow-up was.
     covered: list[int] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    # What the key-point matcher pre-ticked for the answer: {"points": [...], "method": "semantic"
+    # | "lexical"}; None for an answer given before it existed, or no answer. `covered` is what the
+    # user confirmed.
+    suggested: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     follow_up_covered: bool | None = None
     rating: int | None = None  # the fsrs.Rating the score fed into spaced repetition
     due_after: datetime | None = None  # when spaced repetition asks the card again

@@ -27,7 +27,7 @@ from sqlmodel import Session, col, select
 
 from app.config import Settings
 from app.models import Card, CardProgress, QuizItem, QuizSession, User, utcnow
-from app.services import questions, quiz_learning, scheduling
+from app.services import key_point_suggestions, questions, quiz_learning, scheduling
 from app.services.card_content import content
 from app.services.errors import ServiceError
 from app.services.questions import KINDS
@@ -261,6 +261,10 @@ def answer_item(
     rating: Rating | None = None
     if item.kind == "recall":
         item.response = {"answer": (text or "").strip()[:MAX_TYPED_ANSWER]}
+        # The key points the answer seems to cover, pre-ticked on the revealed page.
+        item.suggested = key_point_suggestions.for_typed(
+            session.get(Card, item.card_id), item.response["answer"]
+        )
     elif item.kind == "choice":
         try:
             check = questions.check_choice(item.payload, picked)
@@ -346,6 +350,8 @@ def item_view(item: QuizItem, card: Card) -> dict[str, Any]:
     view["response"] = item.response
     view["correct"] = item.correct
     view["key_points"] = list(content(card).key_points)
+    if item.kind == "recall":
+        view["suggested"] = item.suggested
     if item.kind == "choice":
         view["options"] = [
             {"index": i, "text": o["text"], "correct": o["correct"], "why": o["why"]}

@@ -12,7 +12,7 @@ from sqlmodel import Session, col
 
 from app.config import Settings
 from app.models import MockInterview, MockItem, Submission
-from app.services import questions
+from app.services import key_point_suggestions, questions
 from app.services.grading import GradingQueue
 from app.services.mock.deadline import _close, ensure_running
 from app.services.mock.interviews import MOVED_ON, MockError, current_item, mock_items, phase
@@ -81,6 +81,7 @@ def answer(
             }
         else:
             values["answer"] = text
+            values |= key_point_suggestions.mock_fields(session=session, item=item, text=text)
         if not item.payload.get("follow_up"):
             values["done_at"] = now
         guard = col(MockItem.answered_at).is_(None)

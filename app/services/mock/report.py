@@ -16,7 +16,7 @@ from sqlmodel import Session, col, select
 
 from app.content.catalog import Catalog
 from app.models import Card, MockInterview, MockItem, Topic
-from app.services import scheduling
+from app.services import key_point_suggestions, scheduling
 from app.services.card_content import content
 from app.services.mock.interviews import challenge_submissions, mock_items
 from app.services.mock.scoring import CHALLENGE_WEIGHT, GOOD_FROM, item_score
@@ -65,6 +65,8 @@ class ItemReport:
     answer: str | None = None
     key_points: list[str] = field(default_factory=list)
     covered: list[int] = field(default_factory=list)
+    suggested: list[int] | None = None  # what the matcher pre-ticked (None: no suggestion was made)
+    suggested_by: str | None = None  # semantic | lexical
     follow_up_question: str | None = None
     follow_up_strong: str | None = None
     follow_up_answer: str | None = None
@@ -130,6 +132,12 @@ def _seconds(start: datetime | None, end: datetime | None) -> int | None:
     if start is None or end is None:
         return None
     return max(0, round((end - start).total_seconds()))
+
+
+def _suggested_fields(item: MockItem, n_points: int) -> dict[str, Any]:
+    """What the matcher pre-ticked on this answer and how, for the report beside what was confirmed."""
+    got = key_point_suggestions.read(item.suggested, n_points)
+    return {"suggested": got.points, "suggested_by": got.method.value} if got else {}
 
 
 def challenge_outcome(*, session: Session, item: MockItem, catalog: Catalog) -> ChallengeOutcome:
@@ -240,6 +248,7 @@ def _card_report(
         answer=item.answer,
         key_points=list(asked.key_points),
         covered=list(item.covered or []),
+        **_suggested_fields(item, n_points),
         follow_up_question=follow.get("question"),
         follow_up_strong=follow.get("answer"),
         follow_up_answer=item.follow_up_answer,
