@@ -9,6 +9,9 @@ Requests come from the grader over the child's socket (graders/sandbox/wire.py f
     {"op": "call", ..., "measure": true}    the reply is [result, largest float tensor] (footprint.py)
     {"op": "storages", "handle"}            the tensor storages an object holds (footprint.py)
     {"op": "call", ..., "storages_of": h}   the reply is [result, storages of h after the call]
+    {"op": "batch", "requests": [...]}      several requests, one payload, one round trip: they
+                                            run in order; the first that does not answer ok is
+                                            the reply (the rest do not run), else the last's
 
 and each gets exactly one reply:
 
@@ -42,6 +45,7 @@ from graders.sandbox.session import Handle
 SUBMISSION_FILE = "submission.py"
 MAX_REQUEST_BYTES = 512 * 1024 * 1024
 MAX_TEXT = 2000
+MAX_BATCH = 256
 EXIT_PROTOCOL = 72
 EXIT_NO_MEMORY = 71
 
@@ -258,10 +262,24 @@ class Runtime:
             return {"ok": header}, parts
         return {"type_error": f"cannot decode a {type(obj).__name__}"}, []
 
+    def batch(self, req: dict[str, Any], payload: bytearray) -> tuple[dict[str, Any], list[memoryview]]:
+        requests = req.get("requests")
+        if type(requests) is not list or not 0 < len(requests) <= MAX_BATCH:
+            raise wire.WireError(f"a batch holds 1 to {MAX_BATCH} requests")
+        for sub in requests:
+            if type(sub) is not dict or sub.get("op") in ("batch", "load", "close"):
+                raise wire.WireError("a batch holds calls, dicts and items only")
+            reply, parts = self.handle(sub, payload)
+            if "ok" not in reply or self.blocked is not None:
+                break
+        return reply, parts
+
     def handle(self, req: Any, payload: bytearray) -> tuple[dict[str, Any], list[memoryview]]:
         if type(req) is not dict:
             raise wire.WireError("a request must be an object")
         op = req.get("op")
+        if op == "batch":
+            return self.batch(req, payload)
         try:
             if op == "load":
                 return self.load(str(req.get("code"))), []
