@@ -9,8 +9,9 @@ share one client; each session has its own connection and child, and at most
 
 Everything a child sends is decoded here as data (graders/sandbox/wire.py) and nothing it
 sends is trusted: a broken frame, an early exit, a blocked operation or the wall clock
-ends the session with LimitExceeded, and the child is always killed and reaped by the
-time `close()` returns.
+ends the session with LimitExceeded, and by the time `close()` returns the child is killed
+(with seccomp on, the server's word that the SIGKILL is sent and it could start nothing;
+without, its exit report) and the server reaps it.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ PROJECT_ROOT = str(Path(graders.__file__).resolve().parent.parent)
 START_TIMEOUT_S = 120.0
 EXIT_WAIT_S = 5.0
 EXIT_SETUP_FAILED, EXIT_NO_MEMORY = 70, 71
-MAX_PENDING, MAX_PENDING_BYTES = 64, 64 << 20  # setitems held back before they go out on their own
+MAX_PENDING, MAX_PENDING_BYTES = 64, 64 << 20  # requests held back before they go out on their own
 _APPLICABLE_ONLY_AS_ROOT = {"uid"}
 _APPLICABLE_ONLY_UNPRIVILEGED = {"userns"}
 DEFAULT_UID_BASE, DEFAULT_UID_COUNT = 61440, 1024  # app/config.py: sandbox_uid_base, sandbox_uid_count
@@ -92,10 +93,11 @@ class SandboxSession:
         self._failure: LimitExceeded | None = None
         self._final_output: str | None = None
         self.closed = False
-        # setitem requests not sent yet: they go out with the next request, in one round trip
+        # setitem and new_dict requests not sent yet: they go out with the next request, in one round trip
         # (graders/sandbox/runtime.py "batch"), their tensors in that request's payload.
         self._pending: list[dict[str, Any]] = []
         self._pending_encoder: wire.Encoder | None = None
+        self._named = 0  # the last handle id this side named (new_dict): -1, -2, ...
         self.round_trips = 0  # requests sent (a batch counts once), for graders/bench.py
         self.bytes_sent = 0
         self.bytes_received = 0
@@ -167,19 +169,19 @@ class SandboxSession:
         return storages_reply(self._request({"op": "storages", "handle": wire.Encoder().encode(handle)}))
 
     def new_dict(self, initial: dict[str, Any] | None = None) -> Handle:
+        """Sent with the next request, like setitem: the grader names the dict (a negative id)."""
+        self._named -= 1
         encoder = self._encoder()
-        handle = self._request({"op": "new_dict", "initial": encoder.encode(dict(initial or {}))}, encoder)
-        if not isinstance(handle, Handle):
-            raise self._fail("error", "the submission's process answered new_dict with something else")
-        return handle
+        self._defer(
+            {"op": "new_dict", "initial": encoder.encode(dict(initial or {})), "id": self._named}, encoder
+        )
+        return Handle(self._named)
 
     def get(self, handle: Handle) -> Any:
         return self._request({"op": "get", "handle": wire.Encoder().encode(handle)})
 
     def setitem(self, handle: Handle, key: str | int, value: Any) -> None:
         """Sent with the next request (one round trip for a step's cache and the step itself)."""
-        if self._failure is not None:
-            raise self._failure
         encoder = self._encoder()
         header = {
             "op": "setitem",
@@ -187,11 +189,7 @@ class SandboxSession:
             "key": key,
             "value": encoder.encode(value),
         }
-        if len(self._pending) + 1 >= MAX_PENDING or encoder.size >= MAX_PENDING_BYTES:
-            self._request(header, encoder)  # with the ones held back so far
-            return
-        self._pending.append(header)
-        self._pending_encoder = encoder
+        self._defer(header, encoder)
 
     def output(self) -> str:
         if self._final_output is not None:
@@ -213,7 +211,7 @@ class SandboxSession:
         self._final_output = self.output()
         self.closed = True
         try:
-            self._stop()
+            self._stop(wait_for_exit=False)
         finally:
             for closer in (self.sock.close, self.conn.close, lambda: os.close(self.out_fd)):
                 try:
@@ -229,6 +227,18 @@ class SandboxSession:
         self.close()
 
     # -- plumbing ---------------------------------------------------------------------------
+
+    def _defer(self, header: dict[str, Any], encoder: wire.Encoder) -> None:
+        """Hold a request whose answer is only "done" back until the next request goes out."""
+        if self._failure is not None:
+            raise self._failure
+        if self.closed:
+            raise RuntimeError("the session is closed")
+        if len(self._pending) + 1 >= MAX_PENDING or encoder.size >= MAX_PENDING_BYTES:
+            self._request(header, encoder)  # with the ones held back so far
+            return
+        self._pending.append(header)
+        self._pending_encoder = encoder
 
     def _encoder(self) -> wire.Encoder:
         """The encoder a request's values go into: the pending setitems' one, so all share a payload."""
@@ -317,11 +327,17 @@ class SandboxSession:
         self._failure = LimitExceeded(verdict, message)
         return self._failure
 
-    def _stop(self) -> dict[str, Any]:
-        """Kill the child (if it still runs) and wait for the server's exit report."""
+    def _stop(self, *, wait_for_exit: bool = True) -> dict[str, Any]:
+        """Kill the child (if it still runs) and wait for the server's exit report.
+
+        wait_for_exit=False (a session closed after its verdict) also takes the server's word that
+        the SIGKILL is sent and the child could start nothing (seccomp on): nothing of it runs
+        any more, and the server reaps it a few milliseconds later.
+        """
         if self._exit is not None:
             return self._exit
         event: dict[str, Any] = {}
+        wanted = ("exit",) if wait_for_exit else ("exit", "killed")
         try:
             self.conn.settimeout(EXIT_WAIT_S)
             self.conn.send(b'{"op": "kill"}')
@@ -330,7 +346,7 @@ class SandboxSession:
                 if not data:
                     break
                 message = json.loads(data)
-                if isinstance(message, dict) and message.get("event") == "exit":
+                if isinstance(message, dict) and message.get("event") in wanted:
                     event = message
                     break
         except (OSError, ValueError):

@@ -110,13 +110,20 @@ class Session(Protocol):
         """(data_ptr, nbytes) of every tensor storage the object behind `handle` holds."""
 
     def new_dict(self, initial: dict[str, Any] | None = None) -> Handle:
-        """Create a dict in the submission's process (for example an empty cache)."""
+        """Create a dict in the submission's process (for example an empty cache).
+
+        Like setitem, the sandbox sends it with the next request: an error it causes is raised there.
+        """
 
     def get(self, handle: Handle) -> Any:
         """Decode the current value of a handle (a dict of tensors, a kept tensor, ...)."""
 
     def setitem(self, handle: Handle, key: str | int, value: Any) -> None:
-        """handle[key] = value on the other side (used to corrupt a cache on purpose)."""
+        """handle[key] = value on the other side (used to corrupt a cache on purpose).
+
+        The sandbox sends it with the next request, in one round trip (an error it causes, such
+        as an object that refuses the item, is raised by that request).
+        """
 
     def output(self) -> str:
         """A capped excerpt of what the submission printed so far."""
