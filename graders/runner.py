@@ -28,7 +28,7 @@ from graders.sandbox.client import (
     shared_client,
     shutdown_shared,
 )
-from graders.sandbox.session import LimitExceeded, LoadError, SubmissionError
+from graders.sandbox.protocol import LimitExceeded, LoadError, SubmissionError
 from graders.verdict import Result, TestResult, Verdict
 
 log = logging.getLogger("graders.runner")

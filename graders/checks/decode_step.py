@@ -44,7 +44,7 @@ from graders.checks.report import CheckReport, Mismatch, close, run_test
 from graders.reference.attention import causal_self_attention, merge_heads, project_qkv
 from graders.reference.decode import prefill_cache
 from graders.reference.decode import step as reference_step
-from graders.sandbox.session import Handle, Session, SubmissionError
+from graders.sandbox.protocol import Handle, Session, SubmissionError
 
 SLUG = "decode-step"
 ENTRY_POINT = "step"

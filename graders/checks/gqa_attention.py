@@ -45,7 +45,7 @@ from graders.checks.attention_common import (
 from graders.checks.report import CheckReport, Mismatch, close, run_test
 from graders.reference.attention import merge_heads
 from graders.reference.gqa import GQA, KVCache, repeat_kv
-from graders.sandbox.session import Handle, Session, SubmissionError
+from graders.sandbox.protocol import Handle, Session, SubmissionError
 
 SLUG = "gqa-attention"
 ENTRY_POINT = "GQA"

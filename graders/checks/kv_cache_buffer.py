@@ -32,7 +32,7 @@ import torch
 
 from graders.checks.report import CheckReport, Mismatch, close, explain_difference, run_test
 from graders.reference.kv_cache import KVCache
-from graders.sandbox.session import Handle, Keep, Session, SubmissionError
+from graders.sandbox.protocol import Handle, Keep, Session, SubmissionError
 
 SLUG = "kv-cache-buffer"
 ENTRY_POINT = "KVCache"

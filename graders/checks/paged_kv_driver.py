@@ -17,7 +17,7 @@ import torch
 from graders.checks.report import CheckReport, Mismatch, as_tensor, close, explain_difference
 from graders.checks.serving_common import Rng, as_int_list
 from graders.reference.paged_cache import PagedKVCache, blocks_for
-from graders.sandbox.session import Session, SubmissionError
+from graders.sandbox.protocol import Session, SubmissionError
 
 ENTRY_POINT = "PagedKVCache"
 

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from graders.checks.report import CheckReport, Mismatch, run_test
-from graders.sandbox.session import Session
+from graders.sandbox.protocol import Session
 from graders.verdict import TestResult
 
 

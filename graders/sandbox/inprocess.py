@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from graders.sandbox.session import Handle, Keep, LoadError, SubmissionError
+from graders.sandbox.protocol import Handle, Keep, LoadError, SubmissionError
 
 _PLAIN_SCALARS = (type(None), bool, int, float, str, torch.dtype)  # dtypes: as the wire allows
 

@@ -1,6 +1,6 @@
 """The isolation layers a submission's process enters, each best-effort and reported.
 
-Layers, in the order a child applies them (graders/sandbox/forkserver.py):
+Layers, in the order a child applies them (graders/sandbox/child_side.py):
 
 - pidns    a new PID namespace: the child is its PID 1, so everything it might start dies
            with it (the fork server unshares CLONE_NEWPID before the fork, then setns back).

@@ -40,7 +40,7 @@ from typing import Any, NoReturn
 
 from graders.sandbox import wire
 from graders.sandbox.footprint import measured_call, storages
-from graders.sandbox.session import Handle
+from graders.sandbox.protocol import Handle
 
 SUBMISSION_FILE = "submission.py"
 MAX_REQUEST_BYTES = 512 * 1024 * 1024

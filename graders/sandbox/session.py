@@ -1,132 +1,28 @@
-"""The interface a challenge's checks use to drive a submission.
+"""The old name of graders/sandbox/protocol.py, kept so that existing imports keep working.
 
-A check never touches the submission's objects directly. It talks to a *session*:
-every argument crosses the boundary as data (tensors, arrays, numbers, strings and
-containers of them) and every result comes back as data the grader decodes itself.
-Objects that are not plain data (a module instance, a cache object, a dict the
-check wants to keep on the other side) stay in the submission's process and come
-back as a `Handle` the check can pass back in later calls.
-
-Two backends implement it:
-- `graders.sandbox.forkserver` (the real one): a forked, isolated child process.
-- `graders.sandbox.inprocess`: the same semantics in the test process, for unit
-  tests of the checks only. It isolates nothing and is never used to grade.
+"Session" means several things in this codebase (a database session, the cookie session, a
+quiz session); the module that defines the protocol checks drive a submission through is
+now named for what it is. Import from graders.sandbox.protocol.
 """
 
-from __future__ import annotations
+from graders.sandbox.protocol import (
+    Handle,
+    Keep,
+    LimitExceeded,
+    LoadError,
+    Session,
+    SubmissionError,
+    measured_reply,
+    storages_reply,
+)
 
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol
-
-Keep = bool | Literal["both"]  # Session.call: send the result, keep it (a Handle), or both
-
-
-@dataclass(frozen=True)
-class Handle:
-    """An object that lives in the submission's process; `attr` selects a bound attribute."""
-
-    id: int
-    attr: str | None = None
-
-    def __getattr__(self, name: str) -> Handle:
-        # Handle(3).update -> Handle(3, "update"): lets checks write session.call(cache.update, ...)
-        if name.startswith("__"):
-            raise AttributeError(name)
-        if self.attr is not None:
-            raise AttributeError(f"nested attribute {self.attr}.{name} is not supported")
-        return Handle(self.id, name)
-
-
-class SubmissionError(Exception):
-    """The submission's code raised; carries the exception's type name and message."""
-
-    def __init__(self, type_name: str, message: str) -> None:
-        super().__init__(f"{type_name}: {message}" if message else type_name)
-        self.type_name = type_name
-        self.message = message
-
-
-class LoadError(Exception):
-    """The submission could not be loaded (syntax error, import error, top-level raise)."""
-
-
-class LimitExceeded(Exception):
-    """A limit stopped the submission; `verdict` is "timeout", "memory_limit" or "error"."""
-
-    def __init__(self, verdict: str, message: str) -> None:
-        super().__init__(message)
-        self.verdict = verdict
-        self.message = message
-
-
-def measured_reply(value: Any) -> tuple[Any, int]:
-    """Split a measured call's reply, [result, largest]; a malformed one is the submission's error."""
-    if type(value) is list and len(value) == 2 and type(value[1]) is int and value[1] >= 0:
-        return value[0], value[1]
-    raise SubmissionError("RuntimeError", "the measured call's reply was tampered with")
-
-
-def storages_reply(value: Any) -> list[tuple[int, int]]:
-    """Check a storages reply: a list of [data_ptr, nbytes] pairs of ints."""
-    if type(value) is list and all(
-        type(p) is list and len(p) == 2 and all(type(n) is int and n >= 0 for n in p) for p in value
-    ):
-        return [(p[0], p[1]) for p in value]
-    raise SubmissionError("RuntimeError", "the storages reply was tampered with")
-
-
-class Session(Protocol):
-    def has(self, name: str) -> bool:
-        """True when the submission's module defines `name` at top level."""
-
-    def call(
-        self,
-        target: str | Handle,
-        *args: Any,
-        keep: Keep = False,
-        memory_error_is_data: bool = False,
-        **kwargs: Any,
-    ) -> Any:
-        """Call a top-level function or class by name, or a Handle (or a Handle's attribute).
-
-        The result comes back decoded as data; with keep=True, or when it is not
-        plain data, it stays on the other side and a Handle comes back instead; with
-        keep="both" it stays there and comes back too, as (Handle, value).
-        Raises SubmissionError when the submission's code raises. A MemoryError ends the
-        session at the memory limit, unless memory_error_is_data: then it is an answer like
-        any other exception (a paged cache must raise it when its blocks run out).
-        """
-
-    def call_measured(
-        self, target: str | Handle, *args: Any, keep: bool = False, **kwargs: Any
-    ) -> tuple[Any, int]:
-        """`call`, measured: (result, the most floating-point elements any one tensor or NumPy array
-        the call allocated held). See graders/sandbox/footprint.py for what it counts."""
-
-    def call_and_storages(self, target: Handle, *args: Any, of: Handle) -> tuple[Any, list[tuple[int, int]]]:
-        """`call(target, *args)`, then `storages(of)`, in one round trip."""
-
-    def storages(self, handle: Handle) -> list[tuple[int, int]]:
-        """(data_ptr, nbytes) of every tensor storage the object behind `handle` holds."""
-
-    def new_dict(self, initial: dict[str, Any] | None = None) -> Handle:
-        """Create a dict in the submission's process (for example an empty cache).
-
-        Like setitem, the sandbox sends it with the next request: an error it causes is raised there.
-        """
-
-    def get(self, handle: Handle) -> Any:
-        """Decode the current value of a handle (a dict of tensors, a kept tensor, ...)."""
-
-    def setitem(self, handle: Handle, key: str | int, value: Any) -> None:
-        """handle[key] = value on the other side (used to corrupt a cache on purpose).
-
-        The sandbox sends it with the next request, in one round trip (an error it causes, such
-        as an object that refuses the item, is raised by that request).
-        """
-
-    def output(self) -> str:
-        """A capped excerpt of what the submission printed so far."""
-
-    def close(self) -> None:
-        """End the submission's process and everything it started."""
+__all__ = [
+    "Handle",
+    "Keep",
+    "LimitExceeded",
+    "LoadError",
+    "Session",
+    "SubmissionError",
+    "measured_reply",
+    "storages_reply",
+]

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from graders.sandbox.session import Handle
+from graders.sandbox.protocol import Handle
 
 PREFIX = struct.Struct("<II")
 MAX_DEPTH = 32

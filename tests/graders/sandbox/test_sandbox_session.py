@@ -12,7 +12,7 @@ import torch
 from graders.limits import Limits
 from graders.sandbox.client import shared_client
 from graders.sandbox.inprocess import InProcessSession
-from graders.sandbox.session import Handle, LimitExceeded, LoadError, SubmissionError
+from graders.sandbox.protocol import Handle, LimitExceeded, LoadError, SubmissionError
 
 SUBMISSION = """
 import numpy as np

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from graders.sandbox import wire
-from graders.sandbox.session import Handle
+from graders.sandbox.protocol import Handle
 
 SANDBOX = Path(wire.__file__).parent
 
