@@ -26,8 +26,8 @@ help forge a verdict), sets torch to one thread before any torch op, warms torch
    `{"ready": true}` on its socket, which the server still holds, then waits for its first
    request. A spawn takes a ready spare forked with the same limits (its server-side clock
    starts then; RLIMIT_CPU only counts CPU used) and a new spare is forked once no handed-out
-   child is running (right away if no spare is left); a spare is handed out once, never reused. A dead, failed or stale-limits spare is dropped
-   and the child is forked on demand;
+   child is running (right away if no spare is left); a spare is handed out once, never
+   reused. A dead, failed or stale-limits spare is dropped and the child is forked on demand;
 4. exits, killing every child, when its stdin reaches EOF (the grader went away) or on SIGTERM.
 
 As an ordinary user it first moves into a user namespace (and a PID namespace of its own,
