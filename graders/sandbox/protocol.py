@@ -16,6 +16,7 @@ Two backends implement it:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -60,6 +61,39 @@ class LimitExceeded(Exception):
         self.message = message
 
 
+class Pending:
+    """The answer to a call sent later (`Session.call_later`): `value()` has it once it is in.
+
+    `value()` returns what `call` would have returned, or raises what it would have raised; a
+    call queued after one that raised was never made and raises that same exception.
+    """
+
+    def __init__(self, flush: Callable[[], None] | None = None) -> None:
+        self._flush = flush  # sends what is queued, this call included (None: already answered)
+        self._done = False
+        self._value: Any = None
+        self._error: BaseException | None = None
+
+    def resolve(self, value: Any) -> None:
+        self._done, self._value = True, value
+
+    def reject(self, error: BaseException) -> None:
+        self._done, self._error = True, error
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def value(self) -> Any:
+        if not self._done and self._flush is not None:
+            self._flush()
+        if self._error is not None:
+            raise self._error
+        if not self._done:
+            raise RuntimeError("the call was never answered")
+        return self._value
+
+
 def measured_reply(value: Any) -> tuple[Any, int]:
     """Split a measured call's reply, [result, largest]; a malformed one is the submission's error."""
     if type(value) is list and len(value) == 2 and type(value[1]) is int and value[1] >= 0:
@@ -97,6 +131,10 @@ class Session(Protocol):
         session at the memory limit, unless memory_error_is_data: then it is an answer like
         any other exception (a paged cache must raise it when its blocks run out).
         """
+
+    def call_later(self, target: str | Handle, *args: Any, **kwargs: Any) -> Pending:
+        """`call`, queued: it goes out with the next request (or the first `value()` of one), so a
+        check can queue every step of a test and pay one round trip for all of them."""
 
     def call_measured(
         self, target: str | Handle, *args: Any, keep: bool = False, **kwargs: Any

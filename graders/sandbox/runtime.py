@@ -10,8 +10,9 @@ Requests come from the grader over the child's socket (graders/sandbox/wire.py f
     {"op": "storages", "handle"}            the tensor storages an object holds (footprint.py)
     {"op": "call", ..., "storages_of": h}   the reply is [result, storages of h after the call]
     {"op": "batch", "requests": [...]}      several requests, one payload, one round trip: they
-                                            run in order; the first that does not answer ok is
-                                            the reply (the rest do not run), else the last's
+                                            run in order; the reply is {"ok": [every answer]},
+                                            or the first that does not answer ok, with "done":
+                                            the answers before it (the rest do not run)
 
 and each gets exactly one reply:
 
@@ -266,13 +267,19 @@ class Runtime:
         requests = req.get("requests")
         if type(requests) is not list or not 0 < len(requests) <= MAX_BATCH:
             raise wire.WireError(f"a batch holds 1 to {MAX_BATCH} requests")
+        answers: list[Any] = []
+        parts: list[memoryview] = []
+        size = 0
         for sub in requests:
             if type(sub) is not dict or sub.get("op") in ("batch", "load", "close"):
                 raise wire.WireError("a batch holds calls, dicts and items only")
-            reply, parts = self.handle(sub, payload)
+            reply, sub_parts = self.handle(sub, payload)
             if "ok" not in reply or self.blocked is not None:
-                break
-        return reply, parts
+                return {**reply, "done": {"$": "list", "items": answers}}, parts
+            answers.append(wire.shift_offsets(reply["ok"], size))  # its buffers follow the earlier ones
+            parts += sub_parts
+            size += sum(len(part) for part in sub_parts)
+        return {"ok": {"$": "list", "items": answers}}, parts
 
     def handle(self, req: Any, payload: bytearray) -> tuple[dict[str, Any], list[memoryview]]:
         if type(req) is not dict:

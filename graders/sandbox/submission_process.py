@@ -25,6 +25,7 @@ from graders.sandbox.protocol import (
     Keep,
     LimitExceeded,
     LoadError,
+    Pending,
     SubmissionError,
     measured_reply,
     storages_reply,
@@ -68,6 +69,7 @@ class SandboxSession:
         # setitem and new_dict requests not sent yet: they go out with the next request, in one round trip
         # (graders/sandbox/runtime.py "batch"), their tensors in that request's payload.
         self._pending: list[dict[str, Any]] = []
+        self._pending_replies: list[Pending | None] = []  # per held request: who waits for its answer
         self._pending_encoder: wire.Encoder | None = None
         self._named = 0  # the last handle id this side named (new_dict): -1, -2, ...
         self.round_trips = 0  # requests sent (a batch counts once), for graders/bench.py
@@ -107,6 +109,19 @@ class SandboxSession:
         if memory_error_is_data:
             header["memory_error_is_data"] = True
         return self._request(header, encoder)
+
+    def call_later(self, target: str | Handle, *args: Any, **kwargs: Any) -> Pending:
+        encoder = self._encoder()
+        header = {
+            "op": "call",
+            "target": target if isinstance(target, str) else encoder.encode(target),
+            "args": encoder.encode(list(args)),
+            "kwargs": encoder.encode(dict(kwargs)),
+            "keep": False,
+        }
+        pending = Pending(self._flush)
+        self._defer(header, encoder, pending)
+        return pending
 
     def call_measured(
         self, target: str | Handle, *args: Any, keep: bool = False, **kwargs: Any
@@ -200,31 +215,66 @@ class SandboxSession:
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def _defer(self, header: dict[str, Any], encoder: wire.Encoder) -> None:
-        """Hold a request whose answer is only "done" back until the next request goes out."""
+    def _defer(self, header: dict[str, Any], encoder: wire.Encoder, reply: Pending | None = None) -> None:
+        """Hold a request back until the next request goes out (`reply` waits for its answer)."""
         if self._failure is not None:
             raise self._failure
         if self.closed:
             raise RuntimeError("the session is closed")
-        if len(self._pending) + 1 >= MAX_PENDING or encoder.size >= MAX_PENDING_BYTES:
-            self._request(header, encoder)  # with the ones held back so far
-            return
         self._pending.append(header)
+        self._pending_replies.append(reply)
         self._pending_encoder = encoder
+        if len(self._pending) >= MAX_PENDING or encoder.size >= MAX_PENDING_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Send what is held back now; each waiting Pending gets its answer (or the exception)."""
+        if not self._pending:
+            return
+        header, reply = self._pending.pop(), self._pending_replies.pop()
+        encoder = self._pending_encoder
+        if not self._pending:
+            self._pending_encoder = None
+        try:
+            value = self._request(header, encoder, reply)
+        except (SubmissionError, LimitExceeded, LoadError, TypeError, KeyError) as exc:
+            if reply is not None and not reply.done:
+                reply.reject(exc)
+            if reply is None:
+                raise
+            return
+        if reply is not None and not reply.done:
+            reply.resolve(value)
 
     def _encoder(self) -> wire.Encoder:
         """The encoder a request's values go into: the pending setitems' one, so all share a payload."""
         return self._pending_encoder or wire.Encoder()
 
-    def _request(self, header: dict[str, Any], encoder: wire.Encoder | None = None) -> Any:
+    def _request(
+        self, header: dict[str, Any], encoder: wire.Encoder | None = None, reply: Pending | None = None
+    ) -> Any:
+        """Send one request (with everything held back before it) and interpret the answer."""
         if self._failure is not None:
             raise self._failure
         if self.closed:
             raise RuntimeError("the session is closed")
+        waiting: list[Pending | None] | None = None
         if self._pending:
             encoder = self._pending_encoder
             header = {"op": "batch", "requests": [*self._pending, header]}
-            self._pending, self._pending_encoder = [], None
+            waiting = [*self._pending_replies, reply]
+            self._pending, self._pending_replies, self._pending_encoder = [], [], None
+        try:
+            return self._exchange(header, encoder, waiting)
+        except BaseException as exc:
+            for pending in waiting or ():
+                if pending is not None and not pending.done:
+                    pending.reject(exc)  # that request, or one never made because of it
+            raise
+
+    def _exchange(
+        self, header: dict[str, Any], encoder: wire.Encoder | None, waiting: list[Pending | None] | None
+    ) -> Any:
         parts = encoder.parts if encoder is not None else None
         try:
             remaining = self.deadline - time.monotonic()
@@ -234,7 +284,7 @@ class SandboxSession:
             wire.send_frame(self.sock, header, parts)
             self.round_trips += 1
             self.bytes_sent += encoder.size if encoder is not None else 0
-            reply, payload = wire.recv_frame(
+            answer, payload = wire.recv_frame(
                 self.sock, max_bytes=self.limits.max_reply_bytes, deadline=self.deadline, what="reply"
             )
             self.bytes_received += len(payload)
@@ -252,7 +302,25 @@ class SandboxSession:
             raise self._fail("error", f"your code's process sent back something unreadable: {exc}") from None
         except (EOFError, OSError):
             raise self._fail(*self._explain_exit(self._stop())) from None
-        return self._interpret(reply, payload)
+        if waiting is not None:
+            return self._interpret_batch(answer, payload, waiting)
+        return self._interpret(answer, payload)
+
+    def _interpret_batch(self, reply: Any, payload: bytearray, waiting: list[Pending | None]) -> Any:
+        """A batch's answer: every request's, or those before the one that failed and its failure."""
+        failed = type(reply) is dict and "ok" not in reply and "done" in reply
+        answers = self._interpret({"ok": reply.pop("done")} if failed else reply, payload)
+        if type(answers) is not list or not (
+            len(answers) < len(waiting) if failed else len(answers) == len(waiting)
+        ):
+            self._stop()
+            raise self._fail("error", "your code's process answered a batch with something else")
+        for pending, answer in zip(waiting, answers, strict=False):
+            if pending is not None:
+                pending.resolve(answer)
+        if not failed:
+            return answers[-1]
+        return self._interpret(reply, payload)  # raises what stopped the batch (_request passes it on)
 
     def _interpret(self, reply: Any, payload: bytearray) -> Any:
         if type(reply) is not dict or len(reply) > 2:

@@ -243,6 +243,17 @@ class Encoder:
         raise TypeError(f"cannot send {kind.__name__} to a submission")
 
 
+def shift_offsets(value: Any, by: int) -> Any:
+    """An encoded value whose buffers now start `by` bytes later in the payload (batch replies)."""
+    if type(value) is dict:
+        if value.get("$") in ("tensor", "ndarray"):
+            return {**value, "offset": value["offset"] + by}
+        return {k: shift_offsets(v, by) for k, v in value.items()}
+    if type(value) is list:
+        return [shift_offsets(v, by) for v in value]
+    return value
+
+
 def encode(value: Any, keep: Callable[[Any], Handle] | None = None) -> tuple[Any, list[memoryview]]:
     encoder = Encoder(keep)
     return encoder.encode(value), encoder.parts
