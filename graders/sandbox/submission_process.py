@@ -36,6 +36,19 @@ EXIT_SETUP_FAILED, EXIT_NO_MEMORY = 70, 71  # graders/sandbox/child_side.py, run
 MAX_PENDING, MAX_PENDING_BYTES = 64, 64 << 20  # requests held back before they go out on their own
 
 
+def _call_header(
+    encoder: wire.Encoder, target: str | Handle, args: tuple[Any, ...], kwargs: dict[str, Any], *, keep: Keep
+) -> dict[str, Any]:
+    """A "call" request; its tensors go into `encoder` (graders/sandbox/runtime.py reads it)."""
+    return {
+        "op": "call",
+        "target": target if isinstance(target, str) else encoder.encode(target),
+        "args": encoder.encode(list(args)),
+        "kwargs": encoder.encode(dict(kwargs)),
+        "keep": keep,
+    }
+
+
 class SandboxError(Exception):
     """The sandbox itself failed (could not start, could not fork): not the submission's fault."""
 
@@ -99,26 +112,14 @@ class SandboxSession:
         **kwargs: Any,
     ) -> Any:
         encoder = self._encoder()
-        header = {
-            "op": "call",
-            "target": target if isinstance(target, str) else encoder.encode(target),
-            "args": encoder.encode(list(args)),
-            "kwargs": encoder.encode(dict(kwargs)),
-            "keep": keep if keep == "both" else bool(keep),
-        }
+        header = _call_header(encoder, target, args, kwargs, keep=keep if keep == "both" else bool(keep))
         if memory_error_is_data:
             header["memory_error_is_data"] = True
         return self._request(header, encoder)
 
     def call_later(self, target: str | Handle, *args: Any, **kwargs: Any) -> Pending:
         encoder = self._encoder()
-        header = {
-            "op": "call",
-            "target": target if isinstance(target, str) else encoder.encode(target),
-            "args": encoder.encode(list(args)),
-            "kwargs": encoder.encode(dict(kwargs)),
-            "keep": False,
-        }
+        header = _call_header(encoder, target, args, kwargs, keep=False)
         pending = Pending(self._flush)
         self._defer(header, encoder, pending)
         return pending
@@ -127,26 +128,12 @@ class SandboxSession:
         self, target: str | Handle, *args: Any, keep: bool = False, **kwargs: Any
     ) -> tuple[Any, int]:
         encoder = self._encoder()
-        header = {
-            "op": "call",
-            "target": target if isinstance(target, str) else encoder.encode(target),
-            "args": encoder.encode(list(args)),
-            "kwargs": encoder.encode(dict(kwargs)),
-            "keep": bool(keep),
-            "measure": True,
-        }
+        header = {**_call_header(encoder, target, args, kwargs, keep=bool(keep)), "measure": True}
         return measured_reply(self._request(header, encoder))
 
     def call_and_storages(self, target: Handle, *args: Any, of: Handle) -> tuple[Any, list[tuple[int, int]]]:
         encoder = self._encoder()
-        header = {
-            "op": "call",
-            "target": encoder.encode(target),
-            "args": encoder.encode(list(args)),
-            "kwargs": encoder.encode({}),
-            "keep": False,
-            "storages_of": encoder.encode(of),
-        }
+        header = {**_call_header(encoder, target, args, {}, keep=False), "storages_of": encoder.encode(of)}
         reply = self._request(header, encoder)
         if type(reply) is not list or len(reply) != 2:
             raise SubmissionError("RuntimeError", "the call's reply was tampered with")
