@@ -184,6 +184,10 @@ def main(argv: list[str] | None = None) -> int:
         from app.bench.pages import main as pages_main
 
         return pages_main(argv[2:])
+    if argv[:2] == ["bench", "sandbox"]:
+        from graders.bench import main as sandbox_bench_main
+
+        return sandbox_bench_main(argv[2:])
     if argv[:2] == ["bench", "lab"]:
         from app.lab.bench import main as lab_bench_main
 
@@ -214,7 +218,11 @@ def main(argv: list[str] | None = None) -> int:
         "purge-guests", help="delete idle guests that kept nothing (KVPREP_GUEST_IDLE_DAYS)"
     ).set_defaults(func=_purge_guests)
     sub.add_parser("grade", help="grade a file: kvprep grade SLUG FILE [--json]")
-    sub.add_parser("bench", help="kvprep bench grader | pages | lab: latency of a server, speed of the lab")
+    sub.add_parser(
+        "bench",
+        help="kvprep bench grader | pages | sandbox | lab: latency of a server, the sandbox's cost and "
+        "round trips per battery, speed of the lab",
+    )
     sub.add_parser(
         "lab", help="run the lab's GPT-2 experiments here: kvprep lab [--size tiny] [--charts DIR]"
     )

@@ -1,9 +1,10 @@
 """The sandbox's cost per verdict, and what each battery asks of it.
 
-`python -m graders.bench [--runs 50]` grades a trivial submission against a trivial check
-(one `add(a, b)` call on small random tensors) `runs` times with a warm fork server, and
-prints the median and p95 of grade()'s wall time, next to the isolation layers that were
-on: the sandbox's own cost per verdict (a spare child, loading, one round trip, the kill).
+`python -m graders.bench [--runs 50]` (also `kvprep bench sandbox`) grades a trivial
+submission against a trivial check (one `add(a, b)` call on small random tensors) `runs`
+times with a warm fork server, and prints the median and p95 of grade()'s wall time, next
+to the isolation layers that were on: the sandbox's own cost per verdict (a spare child,
+loading, one round trip, the kill).
 
 `python -m graders.bench --round-trips [SLUG ...]` grades each challenge's worked solution
 (questions/challenges/SLUG/solution.py; default: all of them) and prints, per verdict, the
@@ -115,7 +116,7 @@ def round_trips(slugs: list[str], runs: int = 3) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m graders.bench")
+    parser = argparse.ArgumentParser(prog="python -m graders.bench (or kvprep bench sandbox)")
     parser.add_argument("--runs", type=int, default=None, help="verdicts timed (default 50; 3 per challenge)")
     parser.add_argument("--round-trips", nargs="*", metavar="SLUG", help="count each battery's round trips")
     args = parser.parse_args(argv)
