@@ -190,6 +190,10 @@ def main(argv: list[str] | None = None) -> int:
         from app.bench.matcher import main as matcher_main
 
         return matcher_main(argv[2:])
+    if argv[:2] == ["bench", "sandbox"]:
+        from graders.bench import main as sandbox_bench_main
+
+        return sandbox_bench_main(argv[2:])
     if argv[:2] == ["bench", "lab"]:
         from app.lab.bench import main as lab_bench_main
 
@@ -222,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("grade", help="grade a file: kvprep grade SLUG FILE [--json]")
     sub.add_parser(
         "bench",
-        help="kvprep bench grader | pages | lab | matcher: server latency, lab speed, key-point matching",
+        help="kvprep bench grader | pages | sandbox | lab | matcher: latency of a server, the sandbox's "
+        "cost and round trips per battery, speed of the lab, key-point matching",
     )
     sub.add_parser(
         "lab", help="run the lab's GPT-2 experiments here: kvprep lab [--size tiny] [--charts DIR]"

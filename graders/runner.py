@@ -28,7 +28,7 @@ from graders.sandbox.client import (
     shared_client,
     shutdown_shared,
 )
-from graders.sandbox.session import LimitExceeded, LoadError, SubmissionError
+from graders.sandbox.protocol import LimitExceeded, LoadError, SubmissionError
 from graders.verdict import Result, TestResult, Verdict
 
 log = logging.getLogger("graders.runner")
@@ -89,7 +89,7 @@ def _grade(check: ModuleType, slug: str, code: str, limits: Limits, client: Fork
     try:
         return _run(check, slug, code, session, entry)
     finally:
-        session.close()  # kills and reaps the child and everything it started
+        session.close()  # kills the child and everything it started (the fork server reaps them)
 
 
 def _run(check: ModuleType, slug: str, code: str, session: SandboxSession, entry: str) -> Result:

@@ -6,6 +6,11 @@ Here an idle worker blocks on a Unix datagram socket (its name derived from the 
 so every process of one server finds it), and `enqueue` sends one byte to it after the task
 is stored. A lost or early byte costs at most `idle_wait_s`: the store is checked then anyway.
 
+Commits are not fsync'd one by one (WAL with `synchronous=NORMAL`, as the app's own database):
+huey's default, a full fsync per enqueue and per dequeue, put two disk flushes between a
+submission and its grading. The queue is only a hint (app/services/leases.py): a task lost to
+a power cut is queued again by the reaper from the submission's stored row.
+
 One consumer per queue file: the process that holds an exclusive `flock` on
 `<queue file>.lock` grades, the other processes of a multi-process server only enqueue (and
 try for the lock now and then, so a restarted server process takes over).
@@ -43,6 +48,11 @@ class WakeableSqliteStorage(SqliteStorage):  # type: ignore[misc]
         self._listener: socket.socket | None = None
         self._listener_lock = threading.Lock()
         self._sender: socket.socket | None = None
+
+    def _create_connection(self) -> Any:
+        conn = super()._create_connection()
+        conn.execute("pragma synchronous=NORMAL")  # see the module docstring
+        return conn
 
     def enqueue(self, data: bytes, priority: int | None = None) -> None:
         super().enqueue(data, priority)

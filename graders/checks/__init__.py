@@ -5,7 +5,7 @@ Each module defines:
     ENTRY_POINT: str   the top-level name the submission must define
     def run(session: Session) -> CheckReport
 
-`run` drives the submission only through the Session (graders/sandbox/session.py),
+`run` drives the submission only through the Session (graders/sandbox/protocol.py),
 makes fresh random inputs itself and compares against graders/reference with its
 own torch; nothing the submission returns is trusted beyond being data.
 """

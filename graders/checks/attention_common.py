@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 from graders.checks.report import CheckReport, Mismatch, close, explain_difference
 from graders.reference.attention import causal_mask
-from graders.sandbox.session import Handle, SubmissionError
+from graders.sandbox.protocol import Handle, SubmissionError
 
 # --- interviewer sentences shared by the batteries -------------------------------------
 

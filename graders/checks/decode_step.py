@@ -44,7 +44,7 @@ from graders.checks.report import CheckReport, Mismatch, close, run_test
 from graders.reference.attention import causal_self_attention, merge_heads, project_qkv
 from graders.reference.decode import prefill_cache
 from graders.reference.decode import step as reference_step
-from graders.sandbox.session import Handle, Session, SubmissionError
+from graders.sandbox.protocol import Handle, Pending, Session, SubmissionError
 
 SLUG = "decode-step"
 ENTRY_POINT = "step"
@@ -228,8 +228,12 @@ class _Sequence:
             session.setitem(cache, "v", past["v"])
 
     def call(self, session: Session, i: int, cache: Handle) -> Any:
+        return self.call_later(session, i, cache).value()
+
+    def call_later(self, session: Session, i: int, cache: Handle) -> Pending:
+        """Step i with its past handed over, queued: it goes out with the next request."""
         self.hand(session, cache, i)
-        return session.call(ENTRY_POINT, self.token(i), self.w_qkv, self.w_o, self.h, cache)
+        return session.call_later(ENTRY_POINT, self.token(i), self.w_qkv, self.w_o, self.h, cache)
 
     def compare_step(
         self,
@@ -283,12 +287,20 @@ class _Sequence:
             fail(report, result, result.matches[0] if result.matches else ())
 
 
-def _run_steps(report: CheckReport, steps: Sequence[Callable[[], Comparison]], hint: str = "") -> None:
-    """Run every step even after a mismatch, so the mistake named fits all of them."""
+def _run_steps(
+    report: CheckReport, steps: Sequence[Callable[[], Callable[[], Comparison]]], hint: str = ""
+) -> None:
+    """Run every step even after a mismatch, so the mistake named fits all of them.
+
+    Each step queues its call and hands back the comparison to make once the answer is in: every
+    step of the test goes to the submission in one round trip, each with the cache the grader
+    built for it, so batching tells a submission nothing a call alone would not.
+    """
+    comparisons = [queue_step() for queue_step in steps]
     evidence = Evidence()
-    for run_step in steps:
+    for compare_step in comparisons:
         try:
-            evidence.add(run_step())
+            evidence.add(compare_step())
         except _IgnoredChange:
             report.diagnose(GLOBAL_STATE)
             raise
@@ -311,8 +323,11 @@ def _full_forward_test(
     return body
 
 
-def _one_step(session: Session, seq: _Sequence, i: int, cache: Handle, what: str = "") -> Comparison:
-    return seq.compare_step(seq.call(session, i, cache), i, what=what)
+def _one_step(
+    session: Session, seq: _Sequence, i: int, cache: Handle, what: str = ""
+) -> Callable[[], Comparison]:
+    reply = seq.call_later(session, i, cache)
+    return lambda: seq.compare_step(reply.value(), i, what=what)
 
 
 def _cache_layout_test(session: Session, report: CheckReport, gen: torch.Generator) -> Callable[[], None]:
@@ -322,7 +337,7 @@ def _cache_layout_test(session: Session, report: CheckReport, gen: torch.Generat
     def body() -> None:
         cache = session.new_dict()
         for i in range(T):
-            seq.call(session, i, cache)
+            seq.call_later(session, i, cache)  # goes out with the get: one round trip per step
             expect_cache(report, session.get(cache), seq.cache_after_step(i), f"after step {i + 1}")
 
     return body
@@ -351,15 +366,15 @@ def _grader_built_test(session: Session, report: CheckReport, gen: torch.Generat
 
     def body() -> None:
         cache = session.new_dict()  # filled like every other call's (Sequence.hand)
+        reply = seq.call_later(session, P, cache)
         with submission_context(
             f"given a cache the grader built: cache['k'] and cache['v'] of {P} tokens, "
             f"each (B, n_heads, t, hd) = {tuple(seq.cache_after(P)['k'].shape)}"
         ):
-            got = seq.call(session, P, cache)
+            after = session.get(cache)  # takes the step along: one round trip
+            got = reply.value()
         seq.expect_step(report, got, P)
-        expect_cache(
-            report, session.get(cache), seq.cache_after_step(P), f"after continuing a {P}-token cache"
-        )
+        expect_cache(report, after, seq.cache_after_step(P), f"after continuing a {P}-token cache")
 
     return body
 

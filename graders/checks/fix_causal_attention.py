@@ -33,7 +33,7 @@ from graders.checks.attention_common import (
 )
 from graders.checks.report import CheckReport, Mismatch, close, run_test
 from graders.reference.attention import causal_self_attention, merge_heads, split_heads
-from graders.sandbox.session import Session
+from graders.sandbox.protocol import Session
 
 SLUG = "fix-causal-attention"
 ENTRY_POINT = "causal_self_attention"

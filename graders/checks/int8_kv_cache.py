@@ -24,7 +24,7 @@ import torch
 from graders.checks.report import CheckReport, Mismatch, as_tensor, close, explain_difference, run_test
 from graders.checks.serving_common import Rng, call_entry, figure_test
 from graders.reference.int8_cache import QMAX, attention, dequantize_kv, int8_attention, quantize_kv
-from graders.sandbox.session import Session
+from graders.sandbox.protocol import Session
 
 SLUG = "int8-kv-cache"
 ENTRY_POINT = "quantize_kv"

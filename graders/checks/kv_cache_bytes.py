@@ -14,7 +14,7 @@ from typing import Any
 
 from graders.checks.report import CheckReport, Mismatch, run_test
 from graders.reference.kv_memory import kv_cache_bytes
-from graders.sandbox.session import Session, SubmissionError
+from graders.sandbox.protocol import Session, SubmissionError
 
 SLUG = "kv-cache-bytes"
 ENTRY_POINT = "kv_cache_bytes"

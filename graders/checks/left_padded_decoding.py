@@ -44,7 +44,7 @@ from graders.checks.rope_common import (
     wrong_rotations,
 )
 from graders.reference.padding import padded_attention, padded_attention_by_rows, real_positions, visible_keys
-from graders.sandbox.session import Session
+from graders.sandbox.protocol import Session
 
 SLUG = "left-padded-decoding"
 ENTRY_POINT = "padded_attention"

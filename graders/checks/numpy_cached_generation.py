@@ -33,7 +33,7 @@ from graders.reference.numpy_generation import (
     prefill,
     softmax,
 )
-from graders.sandbox.session import Handle, Session, SubmissionError
+from graders.sandbox.protocol import Handle, Session, SubmissionError
 from graders.wording import plural
 
 SLUG = "numpy-cached-generation"

@@ -44,7 +44,7 @@ from graders.checks.paged_kv_driver import (
 from graders.checks.report import CheckReport, Mismatch, as_tensor, close, explain_difference, run_test
 from graders.checks.serving_common import Rng, call_entry, figure_test
 from graders.reference.paged_cache import attention, blocks_for
-from graders.sandbox.session import Session, SubmissionError
+from graders.sandbox.protocol import Session, SubmissionError
 from graders.wording import exception_text, plural
 
 SLUG = "paged-kv-cache"

@@ -17,7 +17,7 @@ import torch
 from graders.checks.report import CheckReport, Mismatch, as_tensor, close, explain_difference
 from graders.checks.serving_common import Rng, as_int_list
 from graders.reference.paged_cache import PagedKVCache, blocks_for
-from graders.sandbox.session import Session, SubmissionError
+from graders.sandbox.protocol import Pending, Session, SubmissionError
 
 ENTRY_POINT = "PagedKVCache"
 
@@ -93,6 +93,10 @@ class Driver:
             raise Mismatch(f"PagedKVCache has no method {name}") from None
         return self.session.call(target, *args, **kwargs)
 
+    def queue(self, name: str, *args: Any) -> Pending:
+        """A method call that goes out with the next one (an error it raises is raised there)."""
+        return self.session.call_later(getattr(self.cache, name), *args)
+
     def where(self) -> str:
         return "after " + ", ".join(self.log[-4:]) if self.log else "on a new cache"
 
@@ -131,23 +135,26 @@ class Driver:
         k, v = self.kv(n)
         self.log.append(f"append({seq!r}, n={n})")
         self.ref.append(seq, k, v)
-        self.method("append", seq, k, v)
+        self.queue("append", seq, k, v)  # with num_free_blocks: one round trip
         self.expect_free(mistakes)
 
     def fork(self, src: Hashable, dst: Hashable) -> None:
         self.log.append(f"fork({src!r}, {dst!r})")
         self.ref.fork(src, dst)
-        self.method("fork", src, dst)
+        self.queue("fork", src, dst)
         self.expect_free({FORK_COPIES: "fewer"})
-        table = self.table(dst)
-        if table != self.table(src):
+        tables = self.queue("block_table", dst), self.queue("block_table", src)
+        table, parent = (
+            as_int_list(t.value(), f"block_table({s!r})") for t, s in zip(tables, (dst, src), strict=True)
+        )
+        if table != parent:
             raise _fail(self.report, FORK_COPIES, f"after fork({src!r}, {dst!r}) the child's blocks {table} "
-                        f"are not the parent's {self.table(src)}")  # fmt: skip
+                        f"are not the parent's {parent}")  # fmt: skip
 
     def free(self, seq: Hashable, mistakes: Offsets | None = None) -> None:
         self.log.append(f"free({seq!r})")
         self.ref.free(seq)
-        self.method("free", seq)
+        self.queue("free", seq)
         self.expect_free(mistakes)
 
     def table(self, seq: Hashable) -> list[int]:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from graders.sandbox.session import SubmissionError
+from graders.sandbox.protocol import SubmissionError
 from graders.verdict import TestResult
 
 RTOL, ATOL = 1e-4, 1e-5  # shared/CONTRACT.md: "matches"

@@ -52,7 +52,7 @@ from graders.checks.rope_common import (
     wrong_rotations,
 )
 from graders.reference.rope import apply_rope, rope_attention
-from graders.sandbox.session import Session
+from graders.sandbox.protocol import Session
 
 SLUG = "rope-cached-attention"
 ENTRY_POINT = "rope_attention"

@@ -40,7 +40,7 @@ from graders.checks.sampling_variants import (
 )
 from graders.checks.serving_common import Rng, call_entry
 from graders.reference.sampling import descending_order, filter_probs, inverse_cdf
-from graders.sandbox.session import Session, SubmissionError
+from graders.sandbox.protocol import Session, SubmissionError
 from graders.wording import exception_text
 
 SLUG = "sampling"

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from graders.checks.report import CheckReport, Mismatch, run_test
-from graders.sandbox.session import Session
+from graders.sandbox.protocol import Session, SubmissionError
 from graders.verdict import TestResult
 
 
@@ -44,9 +44,16 @@ def figure_test(report: CheckReport, name: str, body: Callable[[], str]) -> bool
 
 
 def call_entry(session: Session, name: str, *args: Any, **kwargs: Any) -> Any:
-    if not session.has(name):
-        raise Mismatch(f"your code defines no top-level `{name}`: the grader calls it by that name")
-    return session.call(name, *args, **kwargs)
+    """session.call(name, ...); a name the code does not define fails the test saying so (asked
+    only once the call failed: asking first cost a round trip per call)."""
+    try:
+        return session.call(name, *args, **kwargs)
+    except (SubmissionError, KeyError):
+        if not session.has(name):
+            raise Mismatch(
+                f"your code defines no top-level `{name}`: the grader calls it by that name"
+            ) from None
+        raise
 
 
 def as_int_list(value: Any, what: str) -> list[int]:

@@ -24,7 +24,7 @@ import torch
 from graders.checks.attention_common import decode_tensor, describe, make_generator, randn, submission_context
 from graders.checks.report import CheckReport, Mismatch, close, explain_difference, run_test
 from graders.reference.sliding_window import SlidingWindowCache, kept_positions
-from graders.sandbox.session import Handle, Session
+from graders.sandbox.protocol import Handle, Session
 
 SLUG = "sliding-window-cache"
 ENTRY_POINT = "SlidingWindowCache"

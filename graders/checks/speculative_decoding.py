@@ -28,7 +28,7 @@ import torch
 from graders.checks.report import CheckReport, Mismatch, run_test
 from graders.checks.serving_common import Rng, as_int_list, call_entry, figure_test
 from graders.reference.speculative import accept_draft, acceptance_rate
-from graders.sandbox.session import Session
+from graders.sandbox.protocol import Session
 
 SLUG = "speculative-decoding"
 ENTRY_POINT = "accept_draft"

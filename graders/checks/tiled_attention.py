@@ -36,7 +36,7 @@ from graders.checks.attention_common import (
 )
 from graders.checks.report import CheckReport, Mismatch, run_test
 from graders.reference.tiled import attention_fused, causal_visible, merge_attention
-from graders.sandbox.session import Session
+from graders.sandbox.protocol import Session
 
 SLUG = "tiled-attention"
 ENTRY_POINT = "tiled_attention"

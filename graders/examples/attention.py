@@ -19,7 +19,7 @@ from graders.examples.spec import SEED, Compared, Example, Param, RunSpec, divis
 from graders.reference.attention import causal_self_attention
 from graders.reference.decode import prefill_cache
 from graders.reference.gqa import GQA
-from graders.sandbox.session import Session
+from graders.sandbox.protocol import Session
 
 BATCH = Param("B", "Batch size B", 1, 1, 4)
 D_MODEL = Param("d", "Model width d", 16, 4, 128, "a multiple of the head count")

@@ -15,7 +15,7 @@ from graders.examples.spec import SEED, Compared, Example, InvalidRunInput, Para
 from graders.reference.kv_cache import KVCache
 from graders.reference.paged_cache import PagedKVCache, blocks_for, paged_attention
 from graders.reference.sliding_window import SlidingWindowCache
-from graders.sandbox.session import Session
+from graders.sandbox.protocol import Session
 
 BATCH = Param("batch", "Batch", 2, 1, 4)
 HEADS = Param("n_heads", "Heads", 2, 1, 8)

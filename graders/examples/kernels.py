@@ -25,7 +25,7 @@ from graders.reference import int8_cache
 from graders.reference.padding import padded_attention_by_rows
 from graders.reference.rope import apply_rope, rope_attention
 from graders.reference.tiled import attention_with_lse
-from graders.sandbox.session import Session
+from graders.sandbox.protocol import Session
 
 HEADS = Param("n_heads", "Heads", 2, 1, 8)
 D_MODEL = Param("d", "Model width d", 16, 2, 128, "n_heads times an even head size")

@@ -22,7 +22,7 @@ from graders.examples.registry import spec_for
 from graders.examples.spec import RunSpec, describe_values
 from graders.limits import Limits
 from graders.runner import ForkServerClient, LimitExceeded, LoadError, SandboxError, shared_client
-from graders.sandbox.session import Session, SubmissionError
+from graders.sandbox.protocol import Session, SubmissionError
 from graders.verdict import Verdict
 
 log = logging.getLogger("graders.examples")

@@ -23,7 +23,7 @@ from graders.examples.spec import (
     randn,
 )
 from graders.reference import kv_memory, numpy_generation, sampling, speculative
-from graders.sandbox.session import Session
+from graders.sandbox.protocol import Session
 
 
 def _bytes_case(session: Session, values: dict[str, Any]) -> list[Compared]:

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from graders.sandbox.session import Session
+from graders.sandbox.protocol import Session
 
 Value = int | float | bool
 Variant = tuple[Sequence[str], torch.Tensor]  # (mistakes in interviewer words, their output)

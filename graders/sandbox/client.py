@@ -1,16 +1,14 @@
-"""The grader's side of the sandbox: start the fork server, open sessions, talk to children.
+"""The grader's side of the sandbox: start the fork server, ask it for children.
 
 `ForkServerClient` starts `python -m graders.sandbox.forkserver` lazily (scrubbed environment,
 one torch thread, a private 0700 folder holding the control socket), restarts it if it
 died, and hands out `SandboxSession`s: one forked, isolated child per submission, driven
-through the Session protocol of graders/sandbox/session.py. Several grading threads may
+through the Session protocol of graders/sandbox/protocol.py. Several grading threads may
 share one client; each session has its own connection and child, and at most
-`worker_slots` children run at once.
-
-Everything a child sends is decoded here as data (graders/sandbox/wire.py) and nothing it
-sends is trusted: a broken frame, an early exit, a blocked operation or the wall clock
-ends the session with LimitExceeded, and the child is always killed and reaped by the
-time `close()` returns.
+`worker_slots` children run at once. The session itself, and how it reads what a child
+sends, is graders/sandbox/submission_process.py: by the time `close()` returns the child is
+killed (with seccomp on, the server's word that the SIGKILL is sent and it could start
+nothing; without, its exit report) and the server reaps it.
 """
 
 from __future__ import annotations
@@ -21,7 +19,6 @@ import logging
 import os
 import selectors
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -34,23 +31,22 @@ from typing import Any
 
 import graders
 from graders.limits import Limits
-from graders.sandbox import wire
-from graders.sandbox.session import (
-    Handle,
-    Keep,
-    LimitExceeded,
-    LoadError,
-    SubmissionError,
-    measured_reply,
-    storages_reply,
-)
+from graders.sandbox.submission_process import SandboxError, SandboxSession
+
+__all__ = [
+    "PROJECT_ROOT",
+    "ForkServerClient",
+    "SandboxError",
+    "SandboxSession",
+    "describe_isolation",
+    "shared_client",
+    "shutdown_shared",
+]
 
 log = logging.getLogger("graders.sandbox")
 
 PROJECT_ROOT = str(Path(graders.__file__).resolve().parent.parent)
 START_TIMEOUT_S = 120.0
-EXIT_WAIT_S = 5.0
-EXIT_SETUP_FAILED, EXIT_NO_MEMORY = 70, 71
 _APPLICABLE_ONLY_AS_ROOT = {"uid"}
 _APPLICABLE_ONLY_UNPRIVILEGED = {"userns"}
 DEFAULT_UID_BASE, DEFAULT_UID_COUNT = 61440, 1024  # app/config.py: sandbox_uid_base, sandbox_uid_count
@@ -59,283 +55,6 @@ DEFAULT_UID_BASE, DEFAULT_UID_COUNT = 61440, 1024  # app/config.py: sandbox_uid_
 def _env_int(name: str, default: int) -> int:
     value = os.environ.get(name, "").strip()
     return int(value) if value.isdigit() else default
-
-
-class SandboxError(Exception):
-    """The sandbox itself failed (could not start, could not fork): not the submission's fault."""
-
-
-class SandboxSession:
-    """One submission's process, seen from the grader. Implements the Session protocol."""
-
-    def __init__(
-        self,
-        conn: socket.socket,
-        sock: socket.socket,
-        out_fd: int,
-        pid: int,
-        limits: Limits,
-        deadline: float,
-        release: Any,
-        spare: bool = False,
-    ) -> None:
-        self.conn = conn
-        self.sock = sock
-        self.out_fd = out_fd
-        self.pid = pid
-        self.limits = limits
-        self.deadline = deadline
-        self._release = release
-        self.spare = spare  # the child was forked and isolated ahead of this request
-        self._exit: dict[str, Any] | None = None
-        self._failure: LimitExceeded | None = None
-        self._final_output: str | None = None
-        self.closed = False
-
-    @property
-    def failure(self) -> LimitExceeded | None:
-        """The limit that ended this session, if any (even if a check swallowed the exception)."""
-        return self._failure
-
-    # -- the protocol -----------------------------------------------------------------------
-
-    def load(self, code: str) -> None:
-        """Run the code as module `submission` (file submission.py); LoadError with the message and line."""
-        self._request({"op": "load", "code": code})
-
-    def has(self, name: str) -> bool:
-        return bool(self._request({"op": "has", "name": name}))
-
-    def call(
-        self,
-        target: str | Handle,
-        *args: Any,
-        keep: Keep = False,
-        memory_error_is_data: bool = False,
-        **kwargs: Any,
-    ) -> Any:
-        encoder = wire.Encoder()
-        header = {
-            "op": "call",
-            "target": target if isinstance(target, str) else encoder.encode(target),
-            "args": encoder.encode(list(args)),
-            "kwargs": encoder.encode(dict(kwargs)),
-            "keep": keep if keep == "both" else bool(keep),
-        }
-        if memory_error_is_data:
-            header["memory_error_is_data"] = True
-        return self._request(header, encoder.parts)
-
-    def call_measured(
-        self, target: str | Handle, *args: Any, keep: bool = False, **kwargs: Any
-    ) -> tuple[Any, int]:
-        encoder = wire.Encoder()
-        header = {
-            "op": "call",
-            "target": target if isinstance(target, str) else encoder.encode(target),
-            "args": encoder.encode(list(args)),
-            "kwargs": encoder.encode(dict(kwargs)),
-            "keep": bool(keep),
-            "measure": True,
-        }
-        return measured_reply(self._request(header, encoder.parts))
-
-    def call_and_storages(self, target: Handle, *args: Any, of: Handle) -> tuple[Any, list[tuple[int, int]]]:
-        encoder = wire.Encoder()
-        header = {
-            "op": "call",
-            "target": encoder.encode(target),
-            "args": encoder.encode(list(args)),
-            "kwargs": encoder.encode({}),
-            "keep": False,
-            "storages_of": encoder.encode(of),
-        }
-        reply = self._request(header, encoder.parts)
-        if type(reply) is not list or len(reply) != 2:
-            raise SubmissionError("RuntimeError", "the call's reply was tampered with")
-        return reply[0], storages_reply(reply[1])
-
-    def storages(self, handle: Handle) -> list[tuple[int, int]]:
-        return storages_reply(self._request({"op": "storages", "handle": wire.Encoder().encode(handle)}))
-
-    def new_dict(self, initial: dict[str, Any] | None = None) -> Handle:
-        encoder = wire.Encoder()
-        handle = self._request(
-            {"op": "new_dict", "initial": encoder.encode(dict(initial or {}))}, encoder.parts
-        )
-        if not isinstance(handle, Handle):
-            raise self._fail("error", "the submission's process answered new_dict with something else")
-        return handle
-
-    def get(self, handle: Handle) -> Any:
-        return self._request({"op": "get", "handle": wire.Encoder().encode(handle)})
-
-    def setitem(self, handle: Handle, key: str | int, value: Any) -> None:
-        encoder = wire.Encoder()
-        header = {
-            "op": "setitem",
-            "handle": encoder.encode(handle),
-            "key": key,
-            "value": encoder.encode(value),
-        }
-        self._request(header, encoder.parts)
-
-    def output(self) -> str:
-        if self._final_output is not None:
-            return self._final_output
-        chars = self.limits.output_excerpt_chars
-        try:
-            size = os.fstat(self.out_fd).st_size
-            start = max(0, size - 4 * chars)
-            text = os.pread(self.out_fd, size - start, start).decode("utf-8", "replace")[-chars:]
-        except OSError:
-            return ""
-        if size >= self.limits.output_bytes:
-            text += f"\n[output capped at {self.limits.output_bytes} bytes]"
-        return text
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self._final_output = self.output()
-        self.closed = True
-        try:
-            self._stop()
-        finally:
-            for closer in (self.sock.close, self.conn.close, lambda: os.close(self.out_fd)):
-                try:
-                    closer()
-                except OSError:
-                    pass
-            self._release()
-
-    def __enter__(self) -> SandboxSession:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    # -- plumbing ---------------------------------------------------------------------------
-
-    def _request(self, header: dict[str, Any], parts: list[memoryview] | None = None) -> Any:
-        if self._failure is not None:
-            raise self._failure
-        if self.closed:
-            raise RuntimeError("the session is closed")
-        try:
-            remaining = self.deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError
-            self.sock.settimeout(remaining)
-            wire.send_frame(self.sock, header, parts)
-            reply, payload = wire.recv_frame(
-                self.sock, max_bytes=self.limits.max_reply_bytes, deadline=self.deadline, what="reply"
-            )
-        except TimeoutError:
-            self._stop()
-            raise self._fail(
-                "timeout", f"your code did not finish within the {self.limits.wall_seconds:g} s time limit"
-            ) from None
-        except wire.FrameTooLarge as exc:
-            self._stop()
-            message = f"your code's process sent back a reply too large to read: {exc}"
-            raise self._fail("error", message) from None
-        except wire.WireError as exc:
-            self._stop()
-            raise self._fail("error", f"your code's process sent back something unreadable: {exc}") from None
-        except (EOFError, OSError):
-            raise self._fail(*self._explain_exit(self._stop())) from None
-        return self._interpret(reply, payload)
-
-    def _interpret(self, reply: Any, payload: bytearray) -> Any:
-        if type(reply) is not dict or len(reply) > 2:
-            self._stop()
-            raise self._fail("error", "your code's process sent back something unreadable")
-        if "ok" in reply:
-            try:
-                return wire.decode(reply["ok"], payload)
-            except wire.WireError as exc:
-                self._stop()
-                raise self._fail(
-                    "error", f"your code's process sent back something unreadable: {exc}"
-                ) from None
-        if "raised" in reply and isinstance(reply["raised"], list) and len(reply["raised"]) == 2:
-            type_name, message = (str(x) for x in reply["raised"])
-            raise SubmissionError(type_name[:200], message[:2000])
-        if "load_error" in reply:
-            raise LoadError(str(reply["load_error"])[:2000])
-        if "type_error" in reply:
-            raise TypeError(str(reply["type_error"])[:500])
-        if "key_error" in reply:
-            raise KeyError(str(reply["key_error"])[:500])
-        if "setup_error" in reply:
-            self._stop()
-            raise SandboxError(f"the sandbox could not isolate the submission: {reply['setup_error']}")
-        self._stop()
-        if reply.get("limit") == "memory_limit":
-            gib = self.limits.memory_bytes / 2**30
-            message = (
-                f"your code ran out of memory (the limit is {gib:g} GiB): {str(reply.get('message'))[:300]}"
-            )
-            raise self._fail("memory_limit", message)
-        if "blocked" in reply:
-            raise self._fail(
-                "error",
-                f"the sandbox blocked {str(reply['blocked'])[:200]}: submissions may not start processes, "
-                "use the network, or touch files outside their temporary folder",
-            )
-        if "exit" in reply:
-            raise self._fail("error", f"your code called sys.exit({str(reply['exit'])[:100]}) during a test")
-        raise self._fail("error", "your code's process sent back something unreadable")
-
-    def _fail(self, verdict: str, message: str) -> LimitExceeded:
-        self._failure = LimitExceeded(verdict, message)
-        return self._failure
-
-    def _stop(self) -> dict[str, Any]:
-        """Kill the child (if it still runs) and wait for the server's exit report."""
-        if self._exit is not None:
-            return self._exit
-        event: dict[str, Any] = {}
-        try:
-            self.conn.settimeout(EXIT_WAIT_S)
-            self.conn.send(b'{"op": "kill"}')
-            while True:
-                data = self.conn.recv(1 << 16)
-                if not data:
-                    break
-                message = json.loads(data)
-                if isinstance(message, dict) and message.get("event") == "exit":
-                    event = message
-                    break
-        except (OSError, ValueError):
-            pass
-        self._exit = event
-        return event
-
-    def _explain_exit(self, event: dict[str, Any]) -> tuple[str, str]:
-        if not event:  # no exit report: the fork server itself is gone
-            raise SandboxError("the fork server stopped answering")
-        sig, code, cpu = event.get("signal"), event.get("code"), event.get("cpu") or 0.0
-        if event.get("killed") == "deadline":
-            return "timeout", f"your code did not finish within the {self.limits.wall_seconds:g} s time limit"
-        if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu >= self.limits.cpu_seconds - 0.05):
-            return "timeout", f"your code used more than {self.limits.cpu_seconds} s of CPU time"
-        if sig == signal.SIGSYS:
-            return "error", "the sandbox stopped your code for a forbidden system call"
-        if code == EXIT_NO_MEMORY:
-            return "memory_limit", "your code ran out of memory"
-        if code == EXIT_SETUP_FAILED:
-            return "error", "the sandbox could not start your code"
-        if sig is not None:
-            name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-            hint = (
-                " (often a sign of running out of memory)" if sig in (signal.SIGSEGV, signal.SIGABRT) else ""
-            )
-            return "error", f"your code's process was killed by {name}{hint}"
-        if code is None:
-            return "error", "your code's process stopped answering"
-        return "error", f"your code's process exited (status {code}) in the middle of a test: os._exit()?"
 
 
 class ForkServerClient:

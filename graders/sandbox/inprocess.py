@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from graders.sandbox.session import Handle, Keep, LoadError, SubmissionError
+from graders.sandbox.protocol import Handle, Keep, LoadError, Pending, SubmissionError
 from graders.wording import describe
 
 _PLAIN_SCALARS = (type(None), bool, int, float, str, torch.dtype)  # dtypes: as the wire allows
@@ -98,6 +98,15 @@ class InProcessSession:
         if keep == "both":
             return self._keep(result), self._from_wire(result)
         return self._keep(result) if keep else self._from_wire(result)
+
+    def call_later(self, target: str | Handle, *args: Any, **kwargs: Any) -> Pending:
+        """Made at once here (the sandbox queues it); its answer or exception waits in the Pending."""
+        pending = Pending()
+        try:
+            pending.resolve(self.call(target, *args, **kwargs))
+        except SubmissionError as exc:
+            pending.reject(exc)
+        return pending
 
     def call_measured(
         self, target: str | Handle, *args: Any, keep: bool = False, **kwargs: Any

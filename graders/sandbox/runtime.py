@@ -4,11 +4,15 @@ Requests come from the grader over the child's socket (graders/sandbox/wire.py f
 
     {"op": "load", "code"}                  {"op": "has", "name"}
     {"op": "call", "target", "args", "kwargs", "keep"}   keep: false, true (a Handle) or "both"
-    {"op": "new_dict", "initial"}           {"op": "get", "handle"}
+    {"op": "new_dict", "initial"[, "id"]}   {"op": "get", "handle"}     id: one the grader names (< 0)
     {"op": "setitem", "handle", "key", "value"}
     {"op": "call", ..., "measure": true}    the reply is [result, largest float tensor] (footprint.py)
     {"op": "storages", "handle"}            the tensor storages an object holds (footprint.py)
     {"op": "call", ..., "storages_of": h}   the reply is [result, storages of h after the call]
+    {"op": "batch", "requests": [...]}      several requests, one payload, one round trip: they
+                                            run in order; the reply is {"ok": [every answer]},
+                                            or the first that does not answer ok, with "done":
+                                            the answers before it (the rest do not run)
 
 and each gets exactly one reply:
 
@@ -37,11 +41,12 @@ from typing import Any, NoReturn
 
 from graders.sandbox import wire
 from graders.sandbox.footprint import measured_call, storages
-from graders.sandbox.session import Handle
+from graders.sandbox.protocol import Handle
 
 SUBMISSION_FILE = "submission.py"
 MAX_REQUEST_BYTES = 512 * 1024 * 1024
 MAX_TEXT = 2000
+MAX_BATCH = 256
 EXIT_PROTOCOL = 72
 EXIT_NO_MEMORY = 71
 
@@ -164,7 +169,7 @@ class Runtime:
     # -- helpers ----------------------------------------------------------------------------
 
     def keep(self, obj: Any) -> Handle:
-        handle = Handle(len(self.objects) + 1)
+        handle = Handle(max(self.objects, default=0) + 1)  # positive: the grader names its own below 0
         self.objects[handle.id] = obj
         return handle
 
@@ -258,10 +263,30 @@ class Runtime:
             return {"ok": header}, parts
         return {"type_error": f"cannot decode a {type(obj).__name__}"}, []
 
+    def batch(self, req: dict[str, Any], payload: bytearray) -> tuple[dict[str, Any], list[memoryview]]:
+        requests = req.get("requests")
+        if type(requests) is not list or not 0 < len(requests) <= MAX_BATCH:
+            raise wire.WireError(f"a batch holds 1 to {MAX_BATCH} requests")
+        answers: list[Any] = []
+        parts: list[memoryview] = []
+        size = 0
+        for sub in requests:
+            if type(sub) is not dict or sub.get("op") in ("batch", "load", "close"):
+                raise wire.WireError("a batch holds calls, dicts and items only")
+            reply, sub_parts = self.handle(sub, payload)
+            if "ok" not in reply or self.blocked is not None:
+                return {**reply, "done": {"$": "list", "items": answers}}, parts
+            answers.append(wire.shift_offsets(reply["ok"], size))  # its buffers follow the earlier ones
+            parts += sub_parts
+            size += sum(len(part) for part in sub_parts)
+        return {"ok": {"$": "list", "items": answers}}, parts
+
     def handle(self, req: Any, payload: bytearray) -> tuple[dict[str, Any], list[memoryview]]:
         if type(req) is not dict:
             raise wire.WireError("a request must be an object")
         op = req.get("op")
+        if op == "batch":
+            return self.batch(req, payload)
         try:
             if op == "load":
                 return self.load(str(req.get("code"))), []
@@ -270,8 +295,14 @@ class Runtime:
             if op == "call":
                 return self.call(req, payload)
             if op == "new_dict":
-                initial = self._decode(req.get("initial"), payload)
-                return {"ok": wire.encode(self.keep(dict(initial or {})))[0]}, []
+                initial = dict(self._decode(req.get("initial"), payload) or {})
+                named = req.get("id")
+                if named is None:
+                    return {"ok": wire.encode(self.keep(initial))[0]}, []
+                if type(named) is not int or named >= 0 or named in self.objects:
+                    raise wire.WireError(f"bad handle id {named!r} for a new dict")
+                self.objects[named] = initial  # the grader's own name for it: no answer to wait for
+                return {"ok": None}, []
             if op == "get":
                 return self.get(req)
             if op == "storages":

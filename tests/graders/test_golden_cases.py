@@ -7,7 +7,7 @@ import pytest
 
 from graders.checks import load_check
 from graders.sandbox.inprocess import InProcessSession
-from graders.sandbox.session import LoadError
+from graders.sandbox.protocol import LoadError
 from tests.graders.golden import Case, golden_cases
 
 

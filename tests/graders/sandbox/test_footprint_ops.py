@@ -11,7 +11,7 @@ import torch
 from graders.limits import Limits
 from graders.sandbox.client import shared_client
 from graders.sandbox.inprocess import InProcessSession
-from graders.sandbox.session import SubmissionError, measured_reply, storages_reply
+from graders.sandbox.protocol import SubmissionError, measured_reply, storages_reply
 
 SUBMISSION = """
 import torch

@@ -18,7 +18,7 @@ from graders.limits import Limits
 from graders.runner import grade
 from graders.sandbox import describe_isolation, isolation
 from graders.sandbox.client import PROJECT_ROOT, ForkServerClient, shared_client
-from graders.sandbox.session import SubmissionError
+from graders.sandbox.protocol import SubmissionError
 
 KERNEL_LAYERS = {"pidns", "netns", "ipcns", "mountns", "rlimits", "landlock", "seccomp"}
 

@@ -12,7 +12,7 @@ import torch
 from graders.limits import Limits
 from graders.sandbox.client import shared_client
 from graders.sandbox.inprocess import InProcessSession
-from graders.sandbox.session import Handle, LimitExceeded, LoadError, SubmissionError
+from graders.sandbox.protocol import Handle, LimitExceeded, LoadError, SubmissionError
 
 SUBMISSION = """
 import numpy as np
@@ -222,3 +222,63 @@ def test_otherwise_a_memory_error_ends_the_session_at_the_memory_limit() -> None
         with pytest.raises(LimitExceeded) as info:
             session.call("no_room")
         assert info.value.verdict == "memory_limit"
+
+
+def test_queued_calls_answer_like_calls(session: Any) -> None:
+    """call_later: every value as `call` returns it, tensors of several calls kept apart."""
+    values = [torch.randn(3, 4), np.arange(5, dtype=np.int32), {"k": torch.ones(2)}, 7]
+    replies = [session.call_later("ident", value) for value in values]
+    cache = session.new_dict({"k": torch.zeros(2)})
+    session.setitem(cache, "v", torch.full((2,), 5.0))
+    last = session.call_later("read", cache, "v")
+    assert all(same(reply.value(), value) for reply, value in zip(replies, values, strict=True))
+    assert torch.equal(last.value(), torch.full((2,), 5.0))
+
+
+def test_a_queued_call_that_raises_raises_from_its_value(session: Any) -> None:
+    before = session.call_later("ident", torch.ones(2))
+    failing = session.call_later("boom")
+    assert torch.equal(before.value(), torch.ones(2))
+    with pytest.raises(SubmissionError) as info:
+        failing.value()
+    assert info.value.type_name == "ValueError"
+    assert session.call("ident", 3) == 3  # the session goes on
+
+
+def test_queued_requests_go_out_in_one_round_trip() -> None:
+    """Steps of a decode battery: two setitems and the step, queued, cost one round trip in all."""
+    session = shared_client().open(Limits())
+    try:
+        session.load(SUBMISSION)
+        before = session.round_trips
+        cache = session.new_dict()
+        replies = []
+        for i in range(5):
+            session.setitem(cache, "k", torch.full((2,), float(i)))
+            session.setitem(cache, "v", torch.zeros(2))
+            replies.append(session.call_later("read", cache, "k"))
+        assert [float(reply.value()[0]) for reply in replies] == [0.0, 1.0, 2.0, 3.0, 4.0]
+        assert session.round_trips - before == 1
+        failing = session.call_later("boom")
+        never_made = session.call_later("ident", 1)
+        with pytest.raises(SubmissionError):
+            never_made.value()  # stopped by the call before it, in the same round trip
+        with pytest.raises(SubmissionError):
+            failing.value()
+        assert session.round_trips - before == 2
+    finally:
+        session.close()
+
+
+def test_an_item_the_object_refuses_raises_from_the_next_request() -> None:
+    session = shared_client().open(Limits())
+    try:
+        session.load(SUBMISSION)
+        box = session.call("make_box", 1)  # a Box has no __setitem__
+        session.setitem(box, "k", 1)  # held back: nothing to answer yet
+        with pytest.raises(SubmissionError) as info:
+            session.call("ident", 1)
+        assert info.value.type_name == "TypeError"
+        assert session.call("ident", 2) == 2
+    finally:
+        session.close()

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from graders.sandbox import wire
-from graders.sandbox.session import Handle
+from graders.sandbox.protocol import Handle
 
 SANDBOX = Path(wire.__file__).parent
 
@@ -33,6 +33,18 @@ def test_values_round_trip() -> None:
     back = wire.decode(header, payload)
     assert torch.equal(back["t"], value["t"]) and np.array_equal(back["a"], value["a"])
     assert back["l"] == [1, 2.5, None, "x", (True,)] and back["h"] == Handle(3, "f")
+
+
+def test_answers_encoded_apart_decode_from_one_payload_once_shifted() -> None:
+    """A batch reply: each answer encoded on its own, its buffers placed after the earlier ones."""
+    first, second = {"k": torch.randn(2, 3), "n": [np.arange(3)]}, (torch.ones(4), "x")
+    h1, p1 = wire.encode(first)
+    h2, p2 = wire.encode(second)
+    shifted = wire.shift_offsets(h2, sum(len(p) for p in p1))
+    payload = bytearray(b"".join(bytes(p) for p in [*p1, *p2]))
+    back = wire.decode({"$": "list", "items": [h1, shifted]}, payload)
+    assert torch.equal(back[0]["k"], first["k"]) and np.array_equal(back[0]["n"][0], first["n"][0])
+    assert torch.equal(back[1][0], second[0]) and back[1][1] == "x"
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The interface a challenge's checks use to drive a submission.
+"""The protocol a challenge's checks drive a submission through (the `Session` protocol).
 
 A check never touches the submission's objects directly. It talks to a *session*:
 every argument crosses the boundary as data (tensors, arrays, numbers, strings and
@@ -8,13 +8,15 @@ check wants to keep on the other side) stay in the submission's process and come
 back as a `Handle` the check can pass back in later calls.
 
 Two backends implement it:
-- `graders.sandbox.forkserver` (the real one): a forked, isolated child process.
+- `graders.sandbox.submission_process.SandboxSession` (the real one): a forked, isolated child
+  of the fork server (graders/sandbox/forkserver.py).
 - `graders.sandbox.inprocess`: the same semantics in the test process, for unit
   tests of the checks only. It isolates nothing and is never used to grade.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -59,6 +61,39 @@ class LimitExceeded(Exception):
         self.message = message
 
 
+class Pending:
+    """The answer to a call sent later (`Session.call_later`): `value()` has it once it is in.
+
+    `value()` returns what `call` would have returned, or raises what it would have raised; a
+    call queued after one that raised was never made and raises that same exception.
+    """
+
+    def __init__(self, flush: Callable[[], None] | None = None) -> None:
+        self._flush = flush  # sends what is queued, this call included (None: already answered)
+        self._done = False
+        self._value: Any = None
+        self._error: BaseException | None = None
+
+    def resolve(self, value: Any) -> None:
+        self._done, self._value = True, value
+
+    def reject(self, error: BaseException) -> None:
+        self._done, self._error = True, error
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def value(self) -> Any:
+        if not self._done and self._flush is not None:
+            self._flush()
+        if self._error is not None:
+            raise self._error
+        if not self._done:
+            raise RuntimeError("the call was never answered")
+        return self._value
+
+
 def measured_reply(value: Any) -> tuple[Any, int]:
     """Split a measured call's reply, [result, largest]; a malformed one is the submission's error."""
     if type(value) is list and len(value) == 2 and type(value[1]) is int and value[1] >= 0:
@@ -97,6 +132,10 @@ class Session(Protocol):
         any other exception (a paged cache must raise it when its blocks run out).
         """
 
+    def call_later(self, target: str | Handle, *args: Any, **kwargs: Any) -> Pending:
+        """`call`, queued: it goes out with the next request (or the first `value()` of one), so a
+        check can queue every step of a test and pay one round trip for all of them."""
+
     def call_measured(
         self, target: str | Handle, *args: Any, keep: bool = False, **kwargs: Any
     ) -> tuple[Any, int]:
@@ -110,13 +149,20 @@ class Session(Protocol):
         """(data_ptr, nbytes) of every tensor storage the object behind `handle` holds."""
 
     def new_dict(self, initial: dict[str, Any] | None = None) -> Handle:
-        """Create a dict in the submission's process (for example an empty cache)."""
+        """Create a dict in the submission's process (for example an empty cache).
+
+        Like setitem, the sandbox sends it with the next request: an error it causes is raised there.
+        """
 
     def get(self, handle: Handle) -> Any:
         """Decode the current value of a handle (a dict of tensors, a kept tensor, ...)."""
 
     def setitem(self, handle: Handle, key: str | int, value: Any) -> None:
-        """handle[key] = value on the other side (used to corrupt a cache on purpose)."""
+        """handle[key] = value on the other side (used to corrupt a cache on purpose).
+
+        The sandbox sends it with the next request, in one round trip (an error it causes, such
+        as an object that refuses the item, is raised by that request).
+        """
 
     def output(self) -> str:
         """A capped excerpt of what the submission printed so far."""

@@ -1,0 +1,406 @@
+"""One submission's process, seen from the grader: `SandboxSession`, the real Session backend.
+
+A session owns the grader's end of one child's socket (graders/sandbox/server_loop.py forked
+it, graders/sandbox/client.py asked for it) and drives it through the Session protocol of
+graders/sandbox/protocol.py: every request is a wire frame (graders/sandbox/wire.py), and
+setitem and new_dict, whose only answer is "done", wait to go out with the next request, in
+one round trip. Nothing the child sends is trusted: a broken frame, an early exit, a blocked
+operation or the wall clock ends the session with LimitExceeded; the exit report the fork
+server sends for the child explains how it ended.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import time
+from typing import Any
+
+from graders.limits import Limits
+from graders.sandbox import wire
+from graders.sandbox.protocol import (
+    Handle,
+    Keep,
+    LimitExceeded,
+    LoadError,
+    Pending,
+    SubmissionError,
+    measured_reply,
+    storages_reply,
+)
+
+EXIT_WAIT_S = 5.0
+EXIT_SETUP_FAILED, EXIT_NO_MEMORY = 70, 71  # graders/sandbox/child_side.py, runtime.py
+MAX_PENDING, MAX_PENDING_BYTES = 64, 64 << 20  # requests held back before they go out on their own
+
+
+def _call_header(
+    encoder: wire.Encoder, target: str | Handle, args: tuple[Any, ...], kwargs: dict[str, Any], *, keep: Keep
+) -> dict[str, Any]:
+    """A "call" request; its tensors go into `encoder` (graders/sandbox/runtime.py reads it)."""
+    return {
+        "op": "call",
+        "target": target if isinstance(target, str) else encoder.encode(target),
+        "args": encoder.encode(list(args)),
+        "kwargs": encoder.encode(dict(kwargs)),
+        "keep": keep,
+    }
+
+
+class SandboxError(Exception):
+    """The sandbox itself failed (could not start, could not fork): not the submission's fault."""
+
+
+class SandboxSession:
+    """One submission's process, seen from the grader. Implements the Session protocol."""
+
+    def __init__(
+        self,
+        conn: socket.socket,
+        sock: socket.socket,
+        out_fd: int,
+        pid: int,
+        limits: Limits,
+        deadline: float,
+        release: Any,
+        spare: bool = False,
+    ) -> None:
+        self.conn = conn
+        self.sock = sock
+        self.out_fd = out_fd
+        self.pid = pid
+        self.limits = limits
+        self.deadline = deadline
+        self._release = release
+        self.spare = spare  # the child was forked and isolated ahead of this request
+        self._exit: dict[str, Any] | None = None
+        self._failure: LimitExceeded | None = None
+        self._final_output: str | None = None
+        self.closed = False
+        # setitem and new_dict requests not sent yet: they go out with the next request, in one round trip
+        # (graders/sandbox/runtime.py "batch"), their tensors in that request's payload.
+        self._pending: list[dict[str, Any]] = []
+        self._pending_replies: list[Pending | None] = []  # per held request: who waits for its answer
+        self._pending_encoder: wire.Encoder | None = None
+        self._named = 0  # the last handle id this side named (new_dict): -1, -2, ...
+        self.round_trips = 0  # requests sent (a batch counts once), for graders/bench.py
+        self.bytes_sent = 0
+        self.bytes_received = 0
+
+    @property
+    def failure(self) -> LimitExceeded | None:
+        """The limit that ended this session, if any (even if a check swallowed the exception)."""
+        return self._failure
+
+    # -- the protocol -----------------------------------------------------------------------
+
+    def load(self, code: str) -> None:
+        """Run the code as module `submission` (file submission.py); LoadError with the message and line."""
+        self._request({"op": "load", "code": code})
+
+    def has(self, name: str) -> bool:
+        return bool(self._request({"op": "has", "name": name}))
+
+    def call(
+        self,
+        target: str | Handle,
+        *args: Any,
+        keep: Keep = False,
+        memory_error_is_data: bool = False,
+        **kwargs: Any,
+    ) -> Any:
+        encoder = self._encoder()
+        header = _call_header(encoder, target, args, kwargs, keep=keep if keep == "both" else bool(keep))
+        if memory_error_is_data:
+            header["memory_error_is_data"] = True
+        return self._request(header, encoder)
+
+    def call_later(self, target: str | Handle, *args: Any, **kwargs: Any) -> Pending:
+        encoder = self._encoder()
+        header = _call_header(encoder, target, args, kwargs, keep=False)
+        pending = Pending(self._flush)
+        self._defer(header, encoder, pending)
+        return pending
+
+    def call_measured(
+        self, target: str | Handle, *args: Any, keep: bool = False, **kwargs: Any
+    ) -> tuple[Any, int]:
+        encoder = self._encoder()
+        header = {**_call_header(encoder, target, args, kwargs, keep=bool(keep)), "measure": True}
+        return measured_reply(self._request(header, encoder))
+
+    def call_and_storages(self, target: Handle, *args: Any, of: Handle) -> tuple[Any, list[tuple[int, int]]]:
+        encoder = self._encoder()
+        header = {**_call_header(encoder, target, args, {}, keep=False), "storages_of": encoder.encode(of)}
+        reply = self._request(header, encoder)
+        if type(reply) is not list or len(reply) != 2:
+            raise SubmissionError("RuntimeError", "the call's reply was tampered with")
+        return reply[0], storages_reply(reply[1])
+
+    def storages(self, handle: Handle) -> list[tuple[int, int]]:
+        return storages_reply(self._request({"op": "storages", "handle": wire.Encoder().encode(handle)}))
+
+    def new_dict(self, initial: dict[str, Any] | None = None) -> Handle:
+        """Sent with the next request, like setitem: the grader names the dict (a negative id)."""
+        self._named -= 1
+        encoder = self._encoder()
+        self._defer(
+            {"op": "new_dict", "initial": encoder.encode(dict(initial or {})), "id": self._named}, encoder
+        )
+        return Handle(self._named)
+
+    def get(self, handle: Handle) -> Any:
+        return self._request({"op": "get", "handle": wire.Encoder().encode(handle)})
+
+    def setitem(self, handle: Handle, key: str | int, value: Any) -> None:
+        """Sent with the next request (one round trip for a step's cache and the step itself)."""
+        encoder = self._encoder()
+        header = {
+            "op": "setitem",
+            "handle": encoder.encode(handle),
+            "key": key,
+            "value": encoder.encode(value),
+        }
+        self._defer(header, encoder)
+
+    def output(self) -> str:
+        if self._final_output is not None:
+            return self._final_output
+        chars = self.limits.output_excerpt_chars
+        try:
+            size = os.fstat(self.out_fd).st_size
+            start = max(0, size - 4 * chars)
+            text = os.pread(self.out_fd, size - start, start).decode("utf-8", "replace")[-chars:]
+        except OSError:
+            return ""
+        if size >= self.limits.output_bytes:
+            text += f"\n[output capped at {self.limits.output_bytes} bytes]"
+        return text
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self._final_output = self.output()
+        self.closed = True
+        try:
+            self._stop(wait_for_exit=False)
+        finally:
+            for closer in (self.sock.close, self.conn.close, lambda: os.close(self.out_fd)):
+                try:
+                    closer()
+                except OSError:
+                    pass
+            self._release()
+
+    def __enter__(self) -> SandboxSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _defer(self, header: dict[str, Any], encoder: wire.Encoder, reply: Pending | None = None) -> None:
+        """Hold a request back until the next request goes out (`reply` waits for its answer)."""
+        if self._failure is not None:
+            raise self._failure
+        if self.closed:
+            raise RuntimeError("the session is closed")
+        self._pending.append(header)
+        self._pending_replies.append(reply)
+        self._pending_encoder = encoder
+        if len(self._pending) >= MAX_PENDING or encoder.size >= MAX_PENDING_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Send what is held back now; each waiting Pending gets its answer (or the exception)."""
+        if not self._pending:
+            return
+        header, reply = self._pending.pop(), self._pending_replies.pop()
+        encoder = self._pending_encoder
+        if not self._pending:
+            self._pending_encoder = None
+        try:
+            value = self._request(header, encoder, reply)
+        except (SubmissionError, LimitExceeded, LoadError, TypeError, KeyError) as exc:
+            if reply is not None and not reply.done:
+                reply.reject(exc)
+            if reply is None:
+                raise
+            return
+        if reply is not None and not reply.done:
+            reply.resolve(value)
+
+    def _encoder(self) -> wire.Encoder:
+        """The encoder a request's values go into: the pending setitems' one, so all share a payload."""
+        return self._pending_encoder or wire.Encoder()
+
+    def _request(
+        self, header: dict[str, Any], encoder: wire.Encoder | None = None, reply: Pending | None = None
+    ) -> Any:
+        """Send one request (with everything held back before it) and interpret the answer."""
+        if self._failure is not None:
+            raise self._failure
+        if self.closed:
+            raise RuntimeError("the session is closed")
+        waiting: list[Pending | None] | None = None
+        if self._pending:
+            encoder = self._pending_encoder
+            header = {"op": "batch", "requests": [*self._pending, header]}
+            waiting = [*self._pending_replies, reply]
+            self._pending, self._pending_replies, self._pending_encoder = [], [], None
+        try:
+            return self._exchange(header, encoder, waiting)
+        except BaseException as exc:
+            for pending in waiting or ():
+                if pending is not None and not pending.done:
+                    pending.reject(exc)  # that request, or one never made because of it
+            raise
+
+    def _exchange(
+        self, header: dict[str, Any], encoder: wire.Encoder | None, waiting: list[Pending | None] | None
+    ) -> Any:
+        parts = encoder.parts if encoder is not None else None
+        try:
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            self.sock.settimeout(remaining)
+            wire.send_frame(self.sock, header, parts)
+            self.round_trips += 1
+            self.bytes_sent += encoder.size if encoder is not None else 0
+            answer, payload = wire.recv_frame(
+                self.sock, max_bytes=self.limits.max_reply_bytes, deadline=self.deadline, what="reply"
+            )
+            self.bytes_received += len(payload)
+        except TimeoutError:
+            self._stop()
+            raise self._fail(
+                "timeout", f"your code did not finish within the {self.limits.wall_seconds:g} s time limit"
+            ) from None
+        except wire.FrameTooLarge as exc:
+            self._stop()
+            message = f"your code's process sent back a reply too large to read: {exc}"
+            raise self._fail("error", message) from None
+        except wire.WireError as exc:
+            self._stop()
+            raise self._fail("error", f"your code's process sent back something unreadable: {exc}") from None
+        except (EOFError, OSError):
+            raise self._fail(*self._explain_exit(self._stop())) from None
+        if waiting is not None:
+            return self._interpret_batch(answer, payload, waiting)
+        return self._interpret(answer, payload)
+
+    def _interpret_batch(self, reply: Any, payload: bytearray, waiting: list[Pending | None]) -> Any:
+        """A batch's answer: every request's, or those before the one that failed and its failure."""
+        failed = type(reply) is dict and "ok" not in reply and "done" in reply
+        answers = self._interpret({"ok": reply.pop("done")} if failed else reply, payload)
+        if type(answers) is not list or not (
+            len(answers) < len(waiting) if failed else len(answers) == len(waiting)
+        ):
+            self._stop()
+            raise self._fail("error", "your code's process answered a batch with something else")
+        for pending, answer in zip(waiting, answers, strict=False):
+            if pending is not None:
+                pending.resolve(answer)
+        if not failed:
+            return answers[-1]
+        return self._interpret(reply, payload)  # raises what stopped the batch (_request passes it on)
+
+    def _interpret(self, reply: Any, payload: bytearray) -> Any:
+        if type(reply) is not dict or len(reply) > 2:
+            self._stop()
+            raise self._fail("error", "your code's process sent back something unreadable")
+        if "ok" in reply:
+            try:
+                return wire.decode(reply["ok"], payload)
+            except wire.WireError as exc:
+                self._stop()
+                raise self._fail(
+                    "error", f"your code's process sent back something unreadable: {exc}"
+                ) from None
+        if "raised" in reply and isinstance(reply["raised"], list) and len(reply["raised"]) == 2:
+            type_name, message = (str(x) for x in reply["raised"])
+            raise SubmissionError(type_name[:200], message[:2000])
+        if "load_error" in reply:
+            raise LoadError(str(reply["load_error"])[:2000])
+        if "type_error" in reply:
+            raise TypeError(str(reply["type_error"])[:500])
+        if "key_error" in reply:
+            raise KeyError(str(reply["key_error"])[:500])
+        if "setup_error" in reply:
+            self._stop()
+            raise SandboxError(f"the sandbox could not isolate the submission: {reply['setup_error']}")
+        self._stop()
+        if reply.get("limit") == "memory_limit":
+            gib = self.limits.memory_bytes / 2**30
+            message = (
+                f"your code ran out of memory (the limit is {gib:g} GiB): {str(reply.get('message'))[:300]}"
+            )
+            raise self._fail("memory_limit", message)
+        if "blocked" in reply:
+            raise self._fail(
+                "error",
+                f"the sandbox blocked {str(reply['blocked'])[:200]}: submissions may not start processes, "
+                "use the network, or touch files outside their temporary folder",
+            )
+        if "exit" in reply:
+            raise self._fail("error", f"your code called sys.exit({str(reply['exit'])[:100]}) during a test")
+        raise self._fail("error", "your code's process sent back something unreadable")
+
+    def _fail(self, verdict: str, message: str) -> LimitExceeded:
+        self._failure = LimitExceeded(verdict, message)
+        return self._failure
+
+    def _stop(self, *, wait_for_exit: bool = True) -> dict[str, Any]:
+        """Kill the child (if it still runs) and wait for the server's exit report.
+
+        wait_for_exit=False (a session closed after its verdict) also takes the server's word that
+        the SIGKILL is sent and the child could start nothing (seccomp on): nothing of it runs
+        any more, and the server reaps it a few milliseconds later.
+        """
+        if self._exit is not None:
+            return self._exit
+        event: dict[str, Any] = {}
+        wanted = ("exit",) if wait_for_exit else ("exit", "killed")
+        try:
+            self.conn.settimeout(EXIT_WAIT_S)
+            self.conn.send(b'{"op": "kill"}')
+            while True:
+                data = self.conn.recv(1 << 16)
+                if not data:
+                    break
+                message = json.loads(data)
+                if isinstance(message, dict) and message.get("event") in wanted:
+                    event = message
+                    break
+        except (OSError, ValueError):
+            pass
+        self._exit = event
+        return event
+
+    def _explain_exit(self, event: dict[str, Any]) -> tuple[str, str]:
+        if not event:  # no exit report: the fork server itself is gone
+            raise SandboxError("the fork server stopped answering")
+        sig, code, cpu = event.get("signal"), event.get("code"), event.get("cpu") or 0.0
+        if event.get("killed") == "deadline":
+            return "timeout", f"your code did not finish within the {self.limits.wall_seconds:g} s time limit"
+        if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu >= self.limits.cpu_seconds - 0.05):
+            return "timeout", f"your code used more than {self.limits.cpu_seconds} s of CPU time"
+        if sig == signal.SIGSYS:
+            return "error", "the sandbox stopped your code for a forbidden system call"
+        if code == EXIT_NO_MEMORY:
+            return "memory_limit", "your code ran out of memory"
+        if code == EXIT_SETUP_FAILED:
+            return "error", "the sandbox could not start your code"
+        if sig is not None:
+            name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+            hint = (
+                " (often a sign of running out of memory)" if sig in (signal.SIGSEGV, signal.SIGABRT) else ""
+            )
+            return "error", f"your code's process was killed by {name}{hint}"
+        if code is None:
+            return "error", "your code's process stopped answering"
+        return "error", f"your code's process exited (status {code}) in the middle of a test: os._exit()?"
