@@ -133,8 +133,10 @@ class CardProgress(SQLModel, table=True):
     lapses: int = 0
 
 
-# One quiz: how its cards were chosen, and when it was finished.
-class QuizSession(SQLModel, table=True):
+# One quiz: how its cards were chosen, and when it was finished. (The table keeps the class's
+# first name, "quizsession", and QuizItem.session_id points at it: renaming them would only move data.)
+class Quiz(SQLModel, table=True):
+    __tablename__ = "quizsession"
     id: int | None = Field(default=None, primary_key=True)
     user_id: int = Field(foreign_key="user.id", index=True)
     mode: str = Field(max_length=10)  # topics | due | weakest

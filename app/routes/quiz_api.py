@@ -1,4 +1,4 @@
-"""Quiz sessions, the JSON API (/api/quizzes); the pages are app/routes/quiz_pages.py.
+"""Quizzes, the JSON API (/api/quizzes); the pages are app/routes/quiz_pages.py.
 
 A QuizError the service raises reaches the client through the one ServiceError handler of
 app/main.py: these routes never catch it.

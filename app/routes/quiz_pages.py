@@ -1,4 +1,4 @@
-"""Quiz sessions, the pages (/quiz); the JSON API is app/routes/quiz_api.py.
+"""Quizzes, the pages (/quiz); the JSON API is app/routes/quiz_api.py.
 
 A refused form comes back with what was chosen or typed and the service's message beside the
 field it names (`QuizError.field`; none: above the form).

@@ -13,13 +13,13 @@ from fsrs import Rating
 from sqlmodel import Session, col, select
 
 from app.config import Settings
-from app.models import Card, QuizItem, QuizSession, Topic, User
+from app.models import Card, Quiz, QuizItem, Topic, User
 from app.routes.quiz_models import QuizCreate
 from app.services import quiz as quizzes
 from app.services.scheduling import RATING_NAMES
 
 
-def load_quiz(session: Session, user: User, quiz_id: int) -> QuizSession:
+def load_quiz(session: Session, user: User, quiz_id: int) -> Quiz:
     assert user.id is not None
     quiz = quizzes.get_quiz(session=session, user_id=user.id, quiz_id=quiz_id)
     if quiz is None:
@@ -27,9 +27,7 @@ def load_quiz(session: Session, user: User, quiz_id: int) -> QuizSession:
     return quiz
 
 
-def load_item(
-    session: Session, user: User, quiz_id: int, position: int
-) -> tuple[QuizSession, QuizItem, Card]:
+def load_item(session: Session, user: User, quiz_id: int, position: int) -> tuple[Quiz, QuizItem, Card]:
     quiz = load_quiz(session, user, quiz_id)
     item = quizzes.get_item(session=session, quiz=quiz, position=position)
     card = session.get(Card, item.card_id) if item else None
@@ -38,7 +36,7 @@ def load_item(
     return quiz, item, card
 
 
-def start(session: Session, user: User, settings: Settings, body: QuizCreate, now: datetime) -> QuizSession:
+def start(session: Session, user: User, settings: Settings, body: QuizCreate, now: datetime) -> Quiz:
     """Start the quiz the body describes; QuizError (its `field` named) when it cannot."""
     known = set(session.exec(select(Topic.slug)).all())
     unknown = [t for t in body.topics if t not in known]
@@ -54,7 +52,7 @@ def start(session: Session, user: User, settings: Settings, body: QuizCreate, no
     return quizzes.start_quiz(session=session, user=user, spec=spec, settings=settings, now=now)
 
 
-def quiz_json(session: Session, quiz: QuizSession) -> dict[str, Any]:
+def quiz_json(session: Session, quiz: Quiz) -> dict[str, Any]:
     items = quizzes.quiz_items(session=session, quiz=quiz)
     titles = dict(
         session.exec(select(Card.id, Card.title).where(col(Card.id).in_([i.card_id for i in items]))).all()

@@ -26,8 +26,8 @@ from app.models import (
     LabRun,
     MockInterview,
     MockItem,
+    Quiz,
     QuizItem,
-    QuizSession,
     Review,
     Submission,
     User,
@@ -40,7 +40,7 @@ from app.services.errors import ServiceError
 USER_TABLES: tuple[type[SQLModel], ...] = (
     Review,
     QuizItem,
-    QuizSession,
+    Quiz,
     MockItem,
     MockInterview,
     CardProgress,

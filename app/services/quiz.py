@@ -1,4 +1,4 @@
-"""Quiz sessions: choose the cards, ask each as recall, multiple choice or a numeric problem, rate.
+"""Quizzes: choose the cards, ask each as recall, multiple choice or a numeric problem, rate.
 
 - Recall: the card's question, an optional typed answer, then the strong answer; the user
   ticks the key points they got and rates Again / Hard / Good / Easy.
@@ -26,7 +26,7 @@ from fsrs import Rating
 from sqlmodel import Session, col, select
 
 from app.config import Settings
-from app.models import Card, CardProgress, QuizItem, QuizSession, User, utcnow
+from app.models import Card, CardProgress, Quiz, QuizItem, User, utcnow
 from app.services import key_point_suggestions, questions, quiz_learning, scheduling
 from app.services.card_content import content
 from app.services.errors import ServiceError
@@ -114,7 +114,7 @@ _unquote = questions.unquote
 
 def start_quiz(
     *, session: Session, user: User, spec: QuizSpec, settings: Settings, now: datetime | None = None
-) -> QuizSession:
+) -> Quiz:
     """Choose the cards and freeze every question; QuizError(422) when nothing matches."""
     now = now or utcnow()
     assert user.id is not None
@@ -146,7 +146,7 @@ def start_quiz(
                 continue  # only numeric asked, and this card has no new problem left
         payload = questions.build(card=card, kind=kind, rng=rng, topic_cards=by_topic.get(card.topic, []))
         planned.append((card, kind, payload))
-    quiz = QuizSession(
+    quiz = Quiz(
         user_id=user.id,
         mode=spec.mode,
         topics=list(spec.topics),
@@ -177,13 +177,13 @@ def start_quiz(
 # --- reading quizzes, with ownership --------------------------------------------------------------
 
 
-def get_quiz(*, session: Session, user_id: int, quiz_id: int) -> QuizSession | None:
+def get_quiz(*, session: Session, user_id: int, quiz_id: int) -> Quiz | None:
     """The quiz if it belongs to this user; someone else's is indistinguishable from a missing one."""
-    quiz = session.get(QuizSession, quiz_id)
+    quiz = session.get(Quiz, quiz_id)
     return quiz if quiz is not None and quiz.user_id == user_id else None
 
 
-def quiz_items(*, session: Session, quiz: QuizSession) -> list[QuizItem]:
+def quiz_items(*, session: Session, quiz: Quiz) -> list[QuizItem]:
     return list(
         session.exec(
             select(QuizItem).where(QuizItem.session_id == quiz.id).order_by(col(QuizItem.position))
@@ -191,7 +191,7 @@ def quiz_items(*, session: Session, quiz: QuizSession) -> list[QuizItem]:
     )
 
 
-def get_item(*, session: Session, quiz: QuizSession, position: int) -> QuizItem | None:
+def get_item(*, session: Session, quiz: Quiz, position: int) -> QuizItem | None:
     return session.exec(
         select(QuizItem).where(QuizItem.session_id == quiz.id, QuizItem.position == position)
     ).first()
@@ -202,12 +202,12 @@ def current_position(items: Sequence[QuizItem]) -> int | None:
     return next((i.position for i in items if i.rated_at is None), None)
 
 
-def recent_quizzes(*, session: Session, user_id: int, limit: int = 10) -> list[QuizSession]:
+def recent_quizzes(*, session: Session, user_id: int, limit: int = 10) -> list[Quiz]:
     return list(
         session.exec(
-            select(QuizSession)
-            .where(QuizSession.user_id == user_id)
-            .order_by(col(QuizSession.created_at).desc(), col(QuizSession.id).desc())
+            select(Quiz)
+            .where(Quiz.user_id == user_id)
+            .order_by(col(Quiz.created_at).desc(), col(Quiz.id).desc())
             .limit(limit)
         ).all()
     )
@@ -234,7 +234,7 @@ def _rate(
     item.due_after = progress.due
     session.add(item)
     quiz_learning.queue_repeat(session=session, item=item, rating=rating)  # Again: asked again at the end
-    quiz = session.get(QuizSession, item.session_id)
+    quiz = session.get(Quiz, item.session_id)
     if quiz is not None and quiz.finished_at is None:
         session.flush()
         if current_position(quiz_items(session=session, quiz=quiz)) is None:

@@ -22,7 +22,7 @@ from typing import Any
 from fsrs import Rating
 from sqlmodel import Session, col, select
 
-from app.models import Card, CardProgress, QuizItem, QuizSession, Review
+from app.models import Card, CardProgress, Quiz, QuizItem, Review
 from app.services import scheduling
 from app.services.errors import ServiceError
 
@@ -64,7 +64,7 @@ def queue_repeat(*, session: Session, item: QuizItem, rating: Rating) -> QuizIte
     """After a rating: an Again card is asked once more at the end of its quiz. Flushes, never commits."""
     if rating != Rating.Again or item.kind != "recall":
         return None
-    quiz = session.get(QuizSession, item.session_id)
+    quiz = session.get(Quiz, item.session_id)
     if quiz is None or repeat_count(session, item) >= MAX_REPEATS:
         return None
     items = _items(session, quiz.id)
@@ -97,7 +97,7 @@ class UndoOffer:
     rating: str
 
 
-def _last_rated(session: Session, quiz: QuizSession) -> QuizItem | None:
+def _last_rated(session: Session, quiz: Quiz) -> QuizItem | None:
     rated = [i for i in _items(session, quiz.id) if i.rated_at is not None]
     return max(rated, key=lambda i: (i.rated_at, i.position)) if rated else None
 
@@ -133,7 +133,7 @@ def _repeat_of(session: Session, item: QuizItem) -> QuizItem | None:
     return session.exec(select(QuizItem).where(QuizItem.repeat_of == item.id)).first()
 
 
-def undo_offer(*, session: Session, quiz: QuizSession) -> UndoOffer | None:
+def undo_offer(*, session: Session, quiz: Quiz) -> UndoOffer | None:
     """The Undo button's target for this quiz, or None when there is nothing that can be undone."""
     item = _last_rated(session, quiz)
     if item is None or _undo_blocker(session, item, _its_review(session, item)) is not None:
@@ -146,7 +146,7 @@ def undo_offer(*, session: Session, quiz: QuizSession) -> UndoOffer | None:
     )
 
 
-def undo_last_rating(*, session: Session, quiz: QuizSession, now: datetime | None = None) -> QuizItem:
+def undo_last_rating(*, session: Session, quiz: Quiz, now: datetime | None = None) -> QuizItem:
     """Take back the quiz's last rating, exactly. The caller has checked the quiz is the user's. Commits."""
     item = _last_rated(session, quiz)
     if item is None:

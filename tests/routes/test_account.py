@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
 from app.config import Settings
-from app.models import CardProgress, QuizItem, QuizSession, Review, Submission, User
+from app.models import CardProgress, Quiz, QuizItem, Review, Submission, User
 from tests.services.factories import (
     PASSWORD,
     csrf,
@@ -38,7 +38,7 @@ def count_rows(client: TestClient, user_id: int) -> dict[str, int]:
     with Session(client.app.state.engine) as session:  # type: ignore[attr-defined]
         return {
             table.__tablename__: len(session.exec(select(table).where(table.user_id == user_id)).all())
-            for table in (Review, QuizItem, QuizSession, CardProgress, Submission)
+            for table in (Review, QuizItem, Quiz, CardProgress, Submission)
         }
 
 

@@ -9,14 +9,14 @@ from fsrs import Rating
 from sqlmodel import Session, SQLModel, select
 
 from app.config import Settings
-from app.models import CardProgress, QuizItem, QuizSession, Review, Submission, User
+from app.models import CardProgress, Quiz, QuizItem, Review, Submission, User
 from app.services import accounts, scheduling
 from app.services import quiz as quizzes
 from tests.services.factories import PASSWORD, make_user
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 # The tables `study` fills; USER_TABLES may list more (mock interviews), empty here.
-STUDIED = (Review, QuizItem, QuizSession, CardProgress, Submission)
+STUDIED = (Review, QuizItem, Quiz, CardProgress, Submission)
 
 
 def rows(db: Session, table: type[SQLModel], user_id: int) -> list:

@@ -11,7 +11,7 @@ from fsrs import Rating
 from sqlmodel import Session, select
 
 from app.config import Settings
-from app.models import CardProgress, QuizItem, QuizSession, Review, User
+from app.models import CardProgress, Quiz, QuizItem, Review, User
 from app.services import quiz as quizzes
 from app.services import quiz_learning, scheduling
 from tests.services.factories import make_user
@@ -19,14 +19,12 @@ from tests.services.factories import make_user
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
-def recall_quiz(
-    db: Session, user: User, settings: Settings, size: int = 2, topic: str = "rope"
-) -> QuizSession:
+def recall_quiz(db: Session, user: User, settings: Settings, size: int = 2, topic: str = "rope") -> Quiz:
     spec = quizzes.QuizSpec(topics=(topic,), size=size, kinds=("recall",), seed=1)
     return quizzes.start_quiz(session=db, user=user, spec=spec, settings=settings, now=NOW)
 
 
-def items(db: Session, quiz: QuizSession) -> list[QuizItem]:
+def items(db: Session, quiz: Quiz) -> list[QuizItem]:
     db.expire_all()
     return quizzes.quiz_items(session=db, quiz=quiz)
 
