@@ -11,7 +11,7 @@ from sqlmodel import Session, select
 from app.config import Settings, get_settings
 from app.models import CardProgress, Review, User, utcnow
 from app.services.scheduling.due import live_cards
-from app.services.scheduling.scheduler import get_progress, review_card
+from app.services.scheduling.scheduler import get_progress, review_cards
 
 
 def record_challenge_result(
@@ -36,13 +36,14 @@ def record_challenge_result(
     if user is None or not topics:
         return 0
     cards = session.exec(live_cards(list(topics))).all()
+    if passed:
+        review_cards(
+            session=session, user=user, card_ids=[card.id for card in cards], rating=Rating.Good,
+            source="challenge", settings=settings, now=now,
+        )  # fmt: skip
+        session.commit()
+        return len(cards)
     for card in cards:
-        if passed:
-            review_card(
-                session=session, user=user, card_id=card.id, rating=Rating.Good, source="challenge",
-                settings=settings, now=now,
-            )  # fmt: skip
-            continue
         progress = get_progress(session=session, user_id=user_id, card_id=card.id)
         if progress is None:
             session.add(CardProgress(user_id=user_id, card_id=card.id, due=now))

@@ -9,13 +9,14 @@ shown at least once by then. Days are UTC days.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, time
 from typing import Any
 
 from fsrs import Card as FsrsCard
 from fsrs import Rating, Scheduler, State
 from fsrs.scheduler import DEFAULT_PARAMETERS
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from app.config import Settings
 from app.models import CardProgress, Review, User, utcnow
@@ -139,35 +140,63 @@ def review_card(
     quiz_item_id: int | None = None,
 ) -> CardProgress:
     """Rate one card: FSRS moves its due date; the review is logged. The caller commits."""
+    return review_cards(
+        session=session, user=user, card_ids=[card_id], rating=rating, source=source,
+        settings=settings, now=now, quiz_item_id=quiz_item_id,
+    )[0]  # fmt: skip
+
+
+def review_cards(
+    *,
+    session: Session,
+    user: User,
+    card_ids: Sequence[str],
+    rating: Rating,
+    source: str,
+    settings: Settings,
+    now: datetime | None = None,
+    quiz_item_id: int | None = None,
+) -> list[CardProgress]:
+    """Rate several cards alike (a graded challenge's concept cards): one query for their progress
+    rows and one flush for all, since this runs inside the verdict's transaction and a verdict waits
+    for it. Each card gets its own review row with the snapshot an undo needs. The caller commits."""
     now = now or utcnow()
     assert user.id is not None
-    progress = get_progress(session=session, user_id=user.id, card_id=card_id)
-    before = None if progress is None else progress_snapshot(progress)
-    if progress is None:
-        progress = CardProgress(user_id=user.id, card_id=card_id, due=now)
-        session.add(progress)
-    was_review = progress.state == int(State.Review)
-    card, _log = scheduler_for(user=user, settings=settings, now=now).review_card(
-        to_fsrs(progress, now), rating, review_datetime=now
-    )
-    _store(progress, card)
-    progress.reps += 1
-    if rating == Rating.Again and was_review:
-        progress.lapses += 1
-    session.add(
-        Review(
-            user_id=user.id,
-            card_id=card_id,
-            rating=int(rating),
-            source=source,
-            reviewed_at=now,
-            due_after=card.due,
-            quiz_item_id=quiz_item_id,
-            before=before,
+    rows = session.exec(
+        select(CardProgress).where(
+            CardProgress.user_id == user.id, col(CardProgress.card_id).in_(list(card_ids))
         )
-    )
+    ).all()
+    found = {row.card_id: row for row in rows}
+    scheduler = scheduler_for(user=user, settings=settings, now=now)
+    out = []
+    for card_id in card_ids:
+        progress = found.get(card_id)
+        before = None if progress is None else progress_snapshot(progress)
+        if progress is None:
+            progress = CardProgress(user_id=user.id, card_id=card_id, due=now)
+        was_review = progress.state == int(State.Review)
+        card, _log = scheduler.review_card(to_fsrs(progress, now), rating, review_datetime=now)
+        _store(progress, card)
+        progress.reps += 1
+        if rating == Rating.Again and was_review:
+            progress.lapses += 1
+        session.add(progress)
+        session.add(
+            Review(
+                user_id=user.id,
+                card_id=card_id,
+                rating=int(rating),
+                source=source,
+                reviewed_at=now,
+                due_after=card.due,
+                quiz_item_id=quiz_item_id,
+                before=before,
+            )
+        )
+        out.append(progress)
     session.flush()
-    return progress
+    return out
 
 
 def preview(
