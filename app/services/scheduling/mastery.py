@@ -10,7 +10,6 @@ from sqlmodel import Session, col, select
 
 from app.config import Settings
 from app.models import Card, CardProgress, Topic, User, utcnow
-from app.services.scheduling.due import live_cards
 from app.services.scheduling.scheduler import days_to_interview, scheduler_for, to_fsrs
 
 # How far ahead "mastery" predicts recall when no interview date is set.
@@ -59,13 +58,14 @@ def mastery_by_topic(
     progress = {
         p.card_id: p for p in session.exec(select(CardProgress).where(CardProgress.user_id == user.id))
     }
-    by_topic: dict[str, list[Card]] = {}
-    for card in session.exec(live_cards()).all():
-        by_topic.setdefault(card.topic, []).append(card)
+    # Ids and topics only: a whole Card row decodes its JSON content, which no count here reads.
+    by_topic: dict[str, list[str]] = {}
+    for card_id, card_topic in session.exec(select(Card.id, Card.topic).where(col(Card.retired).is_(False))):
+        by_topic.setdefault(card_topic, []).append(card_id)
     result = []
     for topic in session.exec(select(Topic).order_by(col(Topic.position))).all():
         cards = by_topic.get(topic.slug, [])
-        mine = [progress[c.id] for c in cards if c.id in progress]
+        mine = [progress[card_id] for card_id in cards if card_id in progress]
         held = [card_mastery(progress=p, scheduler=scheduler, now=now, horizon_days=horizon) for p in mine]
         result.append(
             TopicMastery(
