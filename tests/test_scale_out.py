@@ -259,9 +259,16 @@ def test_two_servers_two_workers_survive_a_killed_worker_and_a_restarted_server(
         # Mid-burst: SIGKILL worker 0 while it holds a submission it is grading.
         victim = cluster.workers[0]
         deadline = time.monotonic() + 60
-        while not (burst.count() >= KILL_AT and running_held_by(engine, victim.pid) > 0):
-            assert time.monotonic() < deadline, "worker 0 never held a submission while the burst ran"
-            time.sleep(0.02)
+        while True:
+            while not (burst.count() >= KILL_AT and running_held_by(engine, victim.pid) > 0):
+                assert time.monotonic() < deadline, "worker 0 never held a submission while the burst ran"
+                time.sleep(0.02)
+            # A verdict takes tens of milliseconds: stop the worker first, so the claim seen is still
+            # its own when the SIGKILL lands (otherwise it may have stored that verdict in between).
+            os.kill(victim.pid, signal.SIGSTOP)
+            if running_held_by(engine, victim.pid) > 0:
+                break
+            os.kill(victim.pid, signal.SIGCONT)
         print(f"kill at {time.monotonic() - t0:.1f} s, {burst.count()} accepted")
         os.kill(victim.pid, signal.SIGKILL)
         victim.wait(timeout=10)
