@@ -10,21 +10,19 @@ file first: one lab run at a time per machine, the rest wait their turn in order
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 import subprocess
-import sys
-import threading
 from datetime import timedelta
 
 from huey.api import Huey
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from app.config import ROOT, Settings
+from app.config import Settings
 from app.lab.experiments import EXPERIMENTS
 from app.lab.runner import SIZES
 from app.models import LabRun, utcnow
+from app.services.child_jobs import child_task, start_child
 from app.services.errors import InvalidInput
 
 log = logging.getLogger("kvprep.lab")
@@ -56,37 +54,13 @@ def is_stale(run: LabRun, settings: Settings) -> bool:
 
 def launch_child(run_id: str, settings: Settings) -> subprocess.Popen[bytes]:
     """Start the child that runs one lab job; never waits for it."""
-    env = dict(os.environ)
-    env.update(
-        DATABASE_URL=settings.database_url,
-        OMP_NUM_THREADS=str(settings.lab_threads),
-        MKL_NUM_THREADS=str(settings.lab_threads),
-    )
     lock = settings.lab_lock_file
     lock.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [
-        sys.executable,
-        "-m",
-        "app.lab.child",
-        run_id,
-        "--lock",
-        str(lock),
-        "--threads",
-        str(settings.lab_threads),
-        "--time-limit",
-        str(settings.lab_time_limit_s),
-        "--nice",
-        str(settings.lab_nice),
-    ]
-    return subprocess.Popen(
-        cmd,
-        cwd=ROOT,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # a server restart does not kill a run half-way
-    )
+    args = [
+        "app.lab.child", run_id, "--lock", str(lock), "--threads", str(settings.lab_threads),
+        "--time-limit", str(settings.lab_time_limit_s), "--nice", str(settings.lab_nice),
+    ]  # fmt: skip
+    return start_child(args, database_url=settings.database_url, threads=settings.lab_threads)
 
 
 class LabJobs:
@@ -95,14 +69,7 @@ class LabJobs:
     def __init__(self, huey: Huey, engine: Engine, settings: Settings) -> None:
         self.engine, self.settings = engine, settings
 
-        @huey.task(name=TASK_NAME)
-        def _run(run_id: str) -> None:
-            child = launch_child(run_id, settings)
-            # Reap the child when it exits (no zombie), without holding this queue worker.
-            threading.Thread(target=child.wait, name=f"lab-{run_id}", daemon=True).start()
-            log.info("lab run %s started (pid %d)", run_id, child.pid)
-
-        self._task = _run
+        self._task = child_task(huey, TASK_NAME, lambda run_id: launch_child(run_id, settings), "lab run")
 
     def submit(self, *, session: Session, user_id: int, size: str, experiments: list[str]) -> LabRun:
         chosen = validate_request(size, experiments)

@@ -22,8 +22,6 @@ import os
 import secrets
 import signal
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,8 +33,9 @@ from huey.api import Huey
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
-from app.config import ROOT, Settings
+from app.config import Settings
 from app.models import FsrsFit, Review, User, utcnow
+from app.services.child_jobs import child_task, start_child
 from app.services.errors import ServiceError
 from app.services.scheduling import parameters_for
 
@@ -249,31 +248,15 @@ def _describe(exc: Exception) -> str:
 
 
 def launch_child(fit_id: str, settings: Settings) -> subprocess.Popen[bytes]:
-    """Start the child that runs one fit; never waits for it."""
-    env = dict(os.environ)
-    env.update(DATABASE_URL=settings.database_url, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    return subprocess.Popen(
-        [sys.executable, "-m", "app.services.personal_fsrs", fit_id],
-        cwd=ROOT,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    """Start the child that runs one fit (torch on one thread); never waits for it."""
+    return start_child(["app.services.personal_fsrs", fit_id], database_url=settings.database_url, threads=1)
 
 
 class FitJobs:
     """Queue fits on the grading queue's huey; its worker launches each fit's child and returns."""
 
     def __init__(self, huey: Huey, settings: Settings) -> None:
-        @huey.task(name=TASK_NAME)
-        def _run(fit_id: str) -> None:
-            child = launch_child(fit_id, settings)
-            threading.Thread(target=child.wait, name=f"fsrs-fit-{fit_id}", daemon=True).start()
-            log.info("fsrs fit %s started (pid %d)", fit_id, child.pid)
-
-        self._task = _run
+        self._task = child_task(huey, TASK_NAME, lambda fit_id: launch_child(fit_id, settings), "fsrs fit")
 
     def submit(self, *, session: Session, user: User, now: datetime | None = None) -> FsrsFit:
         fit = request_fit(session=session, user=user, now=now)
