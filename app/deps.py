@@ -29,6 +29,7 @@ from app.db import get_session
 from app.lab.jobs import LabJobs
 from app.models import User
 from app.services.accounts import fingerprint
+from app.services.challenge_runs import RunsInProgress
 from app.services.clock import SYSTEM_CLOCK, Clock
 from app.services.grading import GradingQueue
 from app.services.ratelimit import RateLimiter
@@ -70,6 +71,8 @@ GradingDep = Annotated[GradingQueue, Depends(get_grading)]
 # The rate limiters (their limits are settings; see create_app): one bucket family each.
 SubmitLimiter = Annotated[RateLimiter, Depends(_from_state("submit_limiter"))]
 LoginLimiter = Annotated[RateLimiter, Depends(_from_state("login_limiter"))]
+# The visitors with a challenge Run going in this process (one each at a time).
+RunsDep = Annotated[RunsInProgress, Depends(_from_state("challenge_runs"))]
 LoginIpLimiter = Annotated[RateLimiter, Depends(_from_state("login_ip_limiter"))]
 LoginEmailLimiter = Annotated[RateLimiter, Depends(_from_state("login_email_limiter"))]
 SignupLimiter = Annotated[RateLimiter, Depends(_from_state("signup_limiter"))]

@@ -48,6 +48,7 @@ from app.routes import (
 )
 from app.routes import settings as settings_routes
 from app.security import RequestGuard, SecurityHeaders
+from app.services.challenge_runs import RunsInProgress
 from app.services.content_sync import sync_bank
 from app.services.errors import ServiceError, TooManyRequests
 from app.services.grading import build_queue
@@ -148,6 +149,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.lab_limiter = RateLimiter(f"{settings.lab_runs_per_hour}/hour", limits_storage)
     app.state.guest_limiter = RateLimiter(f"{settings.guests_per_hour}/hour", limits_storage)
     app.state.verdict_waits = VerdictWaits()
+    app.state.challenge_runs = RunsInProgress()  # at most one Run per visitor at a time
     # The app's own engine, disposed when it shuts down.
     app.state.engine = make_engine(settings.database_url, settings.sqlite_busy_timeout_s)
     # Innermost first: the kept guest pages answer inside the session middlewares, below any other.

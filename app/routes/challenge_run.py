@@ -11,15 +11,14 @@ own per-minute count at the submissions' rate (429), a guest can run.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from app.cookie_session import guest_token
-from app.deps import ChallengeDep, SettingsDep, SubmitLimiter, Visitor
-from app.services.challenge_runs import RunsInProgress
+from app.deps import ChallengeDep, RunsDep, SettingsDep, SubmitLimiter, Visitor
 from app.validation import ApiModel
 from app.web import templates
 from graders.examples import InvalidRunInput, spec_for
@@ -114,17 +113,6 @@ def _schema(slug: str) -> dict[str, Any]:
 
 # The page's Run panel (templates/challenges/_run_panel.html) renders the same schema.
 templates.env.globals["challenge_run_schema"] = _schema
-
-
-async def _runs(request: Request) -> RunsInProgress:
-    # Made on first use rather than in create_app: this module stays the Run's one hook.
-    runs = getattr(request.app.state, "challenge_runs", None)
-    if runs is None:
-        runs = request.app.state.challenge_runs = RunsInProgress()
-    return runs  # type: ignore[no-any-return]
-
-
-RunsDep = Annotated[RunsInProgress, Depends(_runs)]
 
 
 @router.get("/{slug}/examples")
