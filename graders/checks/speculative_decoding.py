@@ -185,9 +185,9 @@ def _draw_fast(w: list[float], u: float, normalise: bool = True) -> int:
     return max(t for t, x in enumerate(w) if x > 0)
 
 
-def _distinct_u(candidates: list[tuple[list[float], bool]], rng: Rng) -> float:
+def _distinct_u(candidates: list[tuple[list[float], bool]], rng: Rng) -> tuple[float, int]:
     """A u_sample in (0, 1), off the 1/32 grid, for which the candidate draws (weights, normalised?)
-    give as many different tokens as possible."""
+    give as many different tokens as possible, and how many that is."""
     us = [i / 64 + 1 / 256 for i in range(1, 64)]
     rng.py.shuffle(us)
     best, best_count = us[0], 0
@@ -197,7 +197,7 @@ def _distinct_u(candidates: list[tuple[list[float], bool]], rng: Rng) -> float:
             best, best_count = u, count
             if count == len(candidates):
                 break
-    return best
+    return best, best_count
 
 
 def crafted_rejection(rng: Rng) -> tuple[Any, ...]:
@@ -225,8 +225,15 @@ def crafted_rejection(rng: Rng) -> tuple[Any, ...]:
             (residual.tolist(), False),
             ((p[1] - q[1]).tolist(), True),
         ]
-        if int((residual > 0).sum()) >= 2:
-            return draft, q, p, ua, _distinct_u(draws, rng)
+        if int((residual > 0).sum()) < 2:
+            continue
+        # Every wrong residual must give its own token here: the random cases are drawn to tell
+        # other mistakes apart, so if two of these agreed (the unclamped residual sums to 0 and
+        # always draws its first positive prefix, which the unnormalised draw can match) the
+        # verdict could name the wrong one of the two.
+        us, count = _distinct_u(draws, rng)
+        if count == len(draws):
+            return draft, q, p, ua, us
 
 
 def crafted_all_accepted(rng: Rng) -> tuple[Any, ...]:
@@ -237,7 +244,7 @@ def crafted_all_accepted(rng: Rng) -> tuple[Any, ...]:
     draft = torch.tensor([int((p[i] / q[i]).argmax()) for i in range(gamma)])
     ratios = torch.stack([p[i, draft[i]] / q[i, draft[i]] for i in range(gamma)]).clamp(max=1)
     ua = ratios * torch.tensor([rng.py.uniform(0.05, 0.9) for _ in range(gamma)])
-    us = _distinct_u([(p[gamma].tolist(), True), (p[gamma - 1].tolist(), True)], rng)
+    us, _ = _distinct_u([(p[gamma].tolist(), True), (p[gamma - 1].tolist(), True)], rng)
     return draft, q, p, ua, us
 
 
