@@ -239,6 +239,7 @@ def _item_page(
             "typed_value": typed_value,
             "answer_error": error,
             "undo": quiz_learning.undo_offer(session=session, quiz=quiz),
+            "repeat": quiz_learning.queued_repeat(session=session, item=item),
         },
         status_code=status,
     )

@@ -1,10 +1,13 @@
 """Anki's habits in a quiz: an Again card comes back in the same quiz, and the last rating can be undone.
 
-- Learning steps: a recall card the user rates Again is asked once more at the end of this
-  quiz, up to MAX_REPEATS times per card per quiz. FSRS has the card in its (re)learning steps
-  then, due in minutes, so rating it again a few questions later is the review it expects.
-  A wrong choice or numeric answer (rated Again by the check, with the right answer shown) is
-  not repeated here: FSRS makes it due again within minutes, so the next due quiz asks it.
+- Learning steps: a card rated Again is asked once more at the end of this quiz, up to
+  MAX_REPEATS times per card per quiz. FSRS has the card in its (re)learning steps then, due in
+  minutes, so rating it again a few questions later is the review it expects. A recall card
+  comes back as it was. A missed choice or numeric question (rated Again by the check, with the
+  right answer shown) comes back asked afresh, since the same options or the same problem
+  would only test whether the user remembers what was just revealed: a new draw of options
+  (another subset of key points and wrong answers where the card has them) or a numeric problem
+  not yet asked in this quiz. A card with no new numeric problem left is not repeated.
 - Undo: the quiz's last rating is taken back. The card's FSRS state (state, step, stability,
   difficulty, due, last review, reps, lapses) is put back from the snapshot its Review row took
   (scheduling.review_card), the Review row is deleted (so the due counts, the streak and a
@@ -15,6 +18,7 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -23,12 +27,13 @@ from fsrs import Rating
 from sqlmodel import Session, col, select
 
 from app.models import Card, CardProgress, Quiz, QuizItem, Review
-from app.services import scheduling
+from app.services import questions, scheduling
 from app.services.errors import ServiceError
 
 # How many times one card comes back within one quiz: enough to see it through, never a loop.
 MAX_REPEATS = 3
-REPEAT_RULE = "Rate Again and the card comes back at the end of this quiz (up to 3 times), as in Anki."
+# Draws of a choice question's options tried for a set not yet shown in this quiz.
+CHOICE_REDRAWS = 8
 
 
 class UndoError(ServiceError):
@@ -60,21 +65,52 @@ def repeat_count(session: Session, item: QuizItem) -> int:
     return sum(1 for i in items if i.card_id == first.card_id and i.repeat_of is not None)
 
 
+def _option_texts(payload: dict[str, Any]) -> frozenset[str]:
+    return frozenset(str(o.get("text", "")) for o in payload.get("options", []))
+
+
+def _fresh_payload(session: Session, item: QuizItem, items: list[QuizItem]) -> dict[str, Any] | None:
+    """The question for the repeat of `item`: recall as it was, choice and numeric drawn anew;
+    None when the card has no numeric problem this quiz has not asked yet."""
+    if item.kind == "recall":
+        return dict(item.payload)
+    card = session.get(Card, item.card_id)
+    if card is None:
+        return None
+    # Seeded by the item, so the same miss always queues the same question (tests, retries).
+    rng = random.Random(f"repeat:{item.session_id}:{item.id}")
+    if item.kind == "numeric":
+        asked = {str(i.payload.get("prompt")) for i in items if i.kind == "numeric"}
+        return questions.build_numeric(card, rng, asked)
+    shown = {_option_texts(i.payload) for i in items if i.card_id == item.card_id and i.kind == "choice"}
+    topic_cards = questions.live_cards(session=session, topics=[card.topic])
+    payload = questions.build_choice(card, topic_cards, rng)
+    for _ in range(CHOICE_REDRAWS):
+        if _option_texts(payload) not in shown:
+            break
+        payload = questions.build_choice(card, topic_cards, rng)
+    return payload
+
+
 def queue_repeat(*, session: Session, item: QuizItem, rating: Rating) -> QuizItem | None:
-    """After a rating: an Again card is asked once more at the end of its quiz. Flushes, never commits."""
-    if rating != Rating.Again or item.kind != "recall":
+    """After a rating: an Again card is asked once more at the end of its quiz (a missed choice or
+    numeric question asked afresh). Flushes, never commits."""
+    if rating != Rating.Again:
         return None
     quiz = session.get(Quiz, item.session_id)
     if quiz is None or repeat_count(session, item) >= MAX_REPEATS:
         return None
     items = _items(session, quiz.id)
+    payload = _fresh_payload(session, item, items)
+    if payload is None:
+        return None
     repeat = QuizItem(
         session_id=item.session_id,
         user_id=item.user_id,
         position=len(items),
         card_id=item.card_id,
         kind=item.kind,
-        payload=dict(item.payload),
+        payload=payload,
         repeat_of=item.id,
     )
     session.add(repeat)
@@ -131,6 +167,11 @@ def _undo_blocker(session: Session, item: QuizItem, review: Review | None) -> st
 
 def _repeat_of(session: Session, item: QuizItem) -> QuizItem | None:
     return session.exec(select(QuizItem).where(QuizItem.repeat_of == item.id)).first()
+
+
+def queued_repeat(*, session: Session, item: QuizItem) -> QuizItem | None:
+    """The repeat this item's rating queued at the end of the quiz, if any."""
+    return _repeat_of(session, item) if item.rated_at is not None else None
 
 
 def undo_offer(*, session: Session, quiz: Quiz) -> UndoOffer | None:

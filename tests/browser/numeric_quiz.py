@@ -20,3 +20,17 @@ def start_numeric_quiz(browser, live_server: str, width: str, *, topic: str, car
     form.get_by_label("Cards").fill(str(cards))
     form.get_by_role("button", name="Start the quiz").click()
     return context, page
+
+
+def question_total(page) -> int:  # type: ignore[no-untyped-def]
+    """N in "Question n of N": it grows while the quiz runs, as each miss queues its repeat."""
+    return int(page.locator(".quiz-progress").inner_text().rsplit(" ", 1)[1])
+
+
+def answer_numeric_wrong_and_go_on(page) -> bool:  # type: ignore[no-untyped-def]
+    """Answer "1" (never right here), then follow the link on: True while questions remain."""
+    page.get_by_label("Your answer").fill("1")
+    page.get_by_role("button", name="Check", exact=True).click()
+    going_on = page.locator("#next").inner_text() == "Next question"
+    page.locator("#next").click()
+    return bool(going_on)

@@ -113,3 +113,60 @@ def test_undo_brings_the_rating_buttons_back_and_the_due_count_is_unchanged(  # 
     expect(page.locator(".quiz-item")).to_have_attribute("data-state", "revealed")
     context.close()
     assert violations == []
+
+
+def option_texts(page) -> list[str]:  # type: ignore[no-untyped-def]
+    return sorted(page.locator(".choices li").all_inner_texts())
+
+
+@pytest.mark.parametrize("width", list(WIDTHS))
+def test_a_missed_choice_comes_back_with_new_options_and_undo_takes_it_away(  # type: ignore[no-untyped-def]
+    browser, live_server: str, width: str
+) -> None:
+    context, page = new_page(browser, live_server, width)
+    violations = watch_csp(page)
+    page.goto("/quiz")
+    form = page.get_by_role("form", name="Start a quiz")
+    form.get_by_label(TOPIC).check()
+    for other in ("Recall", "Numeric problems"):
+        form.get_by_label(other).uncheck()
+    form.get_by_label("Cards").fill("1")
+    form.get_by_role("button", name="Start the quiz").click()
+    expect(page.locator(".quiz-progress")).to_have_text("Question 1 of 1")
+    title = page.locator(".quiz-item h1").inner_text()
+    first_options = option_texts(page)
+
+    # Every box ticked: the wrong ones with them, so a miss, rated Again.
+    for box in page.locator(".choices input[type=checkbox]").all():
+        box.check()
+    page.get_by_role("button", name="Check my answer").click()
+    expect(page.locator("#rated")).to_contain_text("Again")
+    expect(page.locator("#repeat-queued")).to_have_text(
+        "It comes back as question 2, at the end of this quiz, with options drawn anew."
+    )
+    expect(page.locator(".quiz-progress")).to_have_text("Question 1 of 2")
+    screenshot(page, f"quiz-choice-missed-{width}")
+
+    # Undo takes the miss back, and its repeat with it.
+    page.get_by_role("button", name="Undo that rating").click()
+    expect(page.locator(".flash")).to_contain_text("Rating undone")
+    expect(page.locator(".quiz-progress")).to_have_text("Question 1 of 1")
+    expect(page.locator(".quiz-item")).to_have_attribute("data-state", "open")
+
+    # Missed again, then on: the same card, asked with options drawn anew.
+    for box in page.locator(".choices input[type=checkbox]").all():
+        box.check()
+    page.get_by_role("button", name="Check my answer").click()
+    page.locator("#next").click()
+    expect(page.locator(".quiz-progress")).to_have_text("Question 2 of 2")
+    expect(page.locator(".quiz-item h1")).to_have_text(title)
+    expect(page.locator("#repeat-badge")).to_have_text("asked again, afresh: you missed it")
+    assert option_texts(page) != first_options
+    screenshot(page, f"quiz-choice-asked-again-{width}")
+    page.locator(".choices input[type=checkbox]").first.check()
+    page.get_by_role("button", name="Check my answer").click()
+    if page.locator("#next").inner_text() == "Next question":  # missed once more: a third asking
+        page.locator("#next").click()
+        expect(page.locator(".quiz-progress")).to_have_text("Question 3 of 3")
+    context.close()
+    assert violations == []

@@ -47,11 +47,21 @@ def test_a_quiz_through_the_html_pages(client: TestClient) -> None:
     items = payloads(client, quiz_id)
     assert sorted({i.kind for i in items.values()}) == ["choice", "numeric", "recall"]
 
-    for position in range(5):
+    # The first asking of each card: recall rated Good, choice and numeric answered wrong. Each
+    # miss comes back at the end, asked afresh, and is answered right there.
+    missed = sum(1 for i in items.values() if i.kind != "recall")
+    for position in range(5 + missed):
         page = client.get(quiz_url)  # redirects to the current question
         assert page.url.path == f"{quiz_url}/items/{position}"
+        items = payloads(client, quiz_id)
+        # Every miss so far has queued its repeat.
+        assert len(items) == 5 + sum(1 for p in range(min(position, 5)) if items[p].kind != "recall")
         item = items[position]
         action = f"{quiz_url}/items/{position}"
+        if position >= 5:
+            assert item.repeat_of is not None and "asked again, afresh: you missed it" in page.text
+            answer_right(client, token, action, item)
+            continue
         if item.kind == "recall":
             assert 'name="answer"' in page.text and "rating-buttons" not in page.text
             client.post(action + "/answer", data={"csrf_token": token, "answer": "K and V per layer"})
@@ -62,11 +72,13 @@ def test_a_quiz_through_the_html_pages(client: TestClient) -> None:
                 action + "/rate", data={"csrf_token": token, "rating": "good", "key_points": ["0"]}
             )
             assert done.status_code == 200 and "due again in 10 min" in done.text
+            assert "It comes back" not in done.text
         elif item.kind == "choice":
             assert 'name="picked"' in page.text
             wrong = next(i for i, o in enumerate(item.payload["options"]) if not o["correct"])
             shown = client.post(action + "/answer", data={"csrf_token": token, "picked": [str(wrong)]}).text
             assert "Why it is wrong" in shown and "counts as Again" in shown
+            assert "at the end of this quiz, with options drawn anew" in shown
         else:
             assert 'name="value"' in page.text and "config.json" in page.text
             shown = client.post(action + "/answer", data={"csrf_token": token, "value": "0.001"}).text
@@ -74,10 +86,23 @@ def test_a_quiz_through_the_html_pages(client: TestClient) -> None:
                 "Not quite" in shown
                 and "Worked solution" in shown
                 and '<details class="worked-solution" open' in shown
+                and "at the end of this quiz, with a new problem" in shown
             )
     summary = client.get(quiz_url)
-    assert "Quiz finished" in summary.text and summary.text.count('class="due-cell"') == 5
+    assert "Quiz finished" in summary.text and summary.text.count('class="due-cell"') == 5 + missed
+    assert summary.text.count("(asked again)") == missed
     assert client.get("/quiz").status_code == 200 and f'href="/quiz/{quiz_id}"' in client.get("/quiz").text
+
+
+def answer_right(client: TestClient, token: str, action: str, item: QuizItem) -> None:
+    if item.kind == "choice":
+        right = [str(i) for i, o in enumerate(item.payload["options"]) if o["correct"]]
+        shown = client.post(action + "/answer", data={"csrf_token": token, "picked": right}).text
+    else:
+        unit = "bytes" if item.payload["dimension"] == "bytes" else ""
+        data = {"csrf_token": token, "value": str(item.payload["answer"]), "unit": unit}
+        shown = client.post(action + "/answer", data=data).text
+    assert "counts as Again" not in shown and "It comes back" not in shown
 
 
 def test_the_quiz_form_needs_its_csrf_token(client: TestClient) -> None:

@@ -76,7 +76,8 @@ def start_quiz(client: TestClient, **spec: object) -> dict:
 
 
 def finish_quiz(client: TestClient, quiz: dict, rating: str = "good") -> None:
-    """Answer every question: recall rated `rating`, choice and numeric answered (they rate themselves)."""
+    """Answer every question the quiz started with: recall rated `rating`, choice and numeric answered
+    (they rate themselves). The repeats a miss queues at the end are left unanswered."""
     for item in quiz["items"]:
         base = f"/api/quizzes/{quiz['id']}/items/{item['position']}"
         if item["kind"] == "recall":

@@ -194,7 +194,14 @@ def test_answering_and_rating_follow_the_rules(db: Session, settings: Settings) 
     view = quizzes.item_view(answered, db.get(Card, answered.card_id))
     assert view["options"][wrong]["why"] and view["rating"] == "again"
     db.refresh(quiz)
-    assert quiz.finished_at == NOW
+    # The miss is asked once more at the end, as a choice again; right this time, the quiz ends.
+    assert quiz.finished_at is None and quiz.size == 4
+    repeat = quizzes.get_item(session=db, quiz=quiz, position=3)
+    assert repeat is not None and repeat.kind == "choice" and repeat.repeat_of == choice.id
+    right = [i for i, o in enumerate(repeat.payload["options"]) if o["correct"]]
+    quizzes.answer_item(session=db, user=user, item=repeat, settings=settings, picked=right, now=NOW)
+    db.refresh(quiz)
+    assert quiz.finished_at == NOW and quiz.size == 4
 
 
 def test_a_question_hides_its_answer_until_answered(db: Session, settings: Settings) -> None:

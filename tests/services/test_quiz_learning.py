@@ -183,7 +183,77 @@ def test_undo_of_a_choice_answer_opens_the_question_again(db: Session, settings:
     (item,) = items(db, quiz)
     wrong = next(i for i, o in enumerate(item.payload["options"]) if not o["correct"])
     quizzes.answer_item(session=db, user=user, item=item, settings=settings, picked=[wrong], now=NOW)
-    assert len(items(db, quiz)) == 1  # a wrong pick is not repeated in the quiz (FSRS brings it back)
+    assert len(items(db, quiz)) == 2  # the wrong pick queued a repeat ...
     undone = quiz_learning.undo_last_rating(session=db, quiz=quiz, now=NOW)
     assert quizzes.item_state(undone) == "open" and undone.response is None and undone.correct is None
     assert fresh_progress(db, user, item.card_id) is None
+    assert len(items(db, quiz)) == 1  # ... which went with the undo
+
+
+def pick_wrong(db: Session, user: User, item: QuizItem, settings: Settings, now: datetime) -> None:
+    wrong = next(i for i, o in enumerate(item.payload["options"]) if not o["correct"])
+    quizzes.answer_item(session=db, user=user, item=item, settings=settings, picked=[wrong], now=now)
+
+
+def option_texts(item: QuizItem) -> frozenset[str]:
+    return frozenset(o["text"] for o in item.payload["options"])
+
+
+def test_a_missed_choice_comes_back_with_options_drawn_anew(db: Session, settings: Settings) -> None:
+    user = make_user(db, email="a@example.com")
+    spec = quizzes.QuizSpec(topics=("kv-cache-contents",), size=2, kinds=("choice",), seed=3)
+    quiz = quizzes.start_quiz(session=db, user=user, spec=spec, settings=settings, now=NOW)
+    first, second = items(db, quiz)
+    pick_wrong(db, user, first, settings, NOW)
+    repeat = items(db, quiz)[2]
+    assert (repeat.card_id, repeat.kind, repeat.repeat_of) == (first.card_id, "choice", first.id)
+    assert option_texts(repeat) != option_texts(first)  # not the options whose answer was just shown
+    assert any(o["correct"] for o in repeat.payload["options"])
+    # Missed every time: three repeats, each with a set of options not shown before, then the end.
+    right = [i for i, o in enumerate(second.payload["options"]) if o["correct"]]
+    quizzes.answer_item(session=db, user=user, item=second, settings=settings, picked=right, now=NOW)
+    for n in range(quiz_learning.MAX_REPEATS):
+        pending = items(db, quiz)[quizzes.current_position(items(db, quiz)) or 0]
+        pick_wrong(db, user, pending, settings, NOW + timedelta(minutes=1 + n))
+    askings = [i for i in items(db, quiz) if i.card_id == first.card_id]
+    assert len(askings) == 1 + quiz_learning.MAX_REPEATS
+    assert len({option_texts(i) for i in askings}) == len(askings)
+    db.refresh(quiz)
+    assert quiz.finished_at is not None
+
+
+def test_a_missed_numeric_problem_comes_back_as_a_new_problem(db: Session, settings: Settings) -> None:
+    user = make_user(db, email="a@example.com")
+    spec = quizzes.QuizSpec(topics=("kv-memory",), size=2, kinds=("numeric",), seed=5)
+    quiz = quizzes.start_quiz(session=db, user=user, spec=spec, settings=settings, now=NOW)
+    first, _ = items(db, quiz)
+    quizzes.answer_item(session=db, user=user, item=first, settings=settings, value="1", unit=None, now=NOW)
+    assert first.correct is False
+    now = items(db, quiz)
+    repeat = now[2]
+    assert (repeat.card_id, repeat.kind, repeat.repeat_of) == (first.card_id, "numeric", first.id)
+    assert repeat.payload["prompt"] not in {i.payload["prompt"] for i in now[:2]}  # a new problem
+    # Right answers are not repeated.
+    quizzes.answer_item(
+        session=db, user=user, item=repeat, settings=settings,
+        value=str(repeat.payload["answer"]), unit=_base_unit(repeat), now=NOW,
+    )  # fmt: skip
+    assert len(items(db, quiz)) == 3
+
+
+def _base_unit(item: QuizItem) -> str | None:
+    return "bytes" if item.payload["dimension"] == "bytes" else None
+
+
+def test_a_missed_numeric_card_with_no_new_problem_is_not_repeated(
+    db: Session, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user = make_user(db, email="a@example.com")
+    spec = quizzes.QuizSpec(topics=("kv-memory",), size=1, kinds=("numeric",), seed=5)
+    quiz = quizzes.start_quiz(session=db, user=user, spec=spec, settings=settings, now=NOW)
+    (item,) = items(db, quiz)
+    monkeypatch.setattr(quiz_learning.questions, "build_numeric", lambda card, rng, asked: None)
+    quizzes.answer_item(session=db, user=user, item=item, settings=settings, value="1", unit=None, now=NOW)
+    assert len(items(db, quiz)) == 1
+    db.refresh(quiz)
+    assert quiz.finished_at is not None
