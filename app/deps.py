@@ -206,6 +206,20 @@ class CodeSubmission(ApiModel):
     code: str = PydanticField(description="Python source defining the challenge's entry point")
 
 
+def refuse_oversized(code: str, settings: Settings) -> None:
+    """413 for code over the size limit (counted in UTF-8 bytes, lone surrogates included)."""
+    if len(code.encode("utf-8", "surrogatepass")) > settings.max_code_bytes:
+        raise HTTPException(413, f"Code is over {settings.max_code_bytes // 1024} KiB")
+
+
+def refuse_too_fast(limiter: RateLimiter, settings: Settings, bucket: str, message: str) -> None:
+    """429 with Retry-After once `bucket` is over its per-minute count (blocking: the count lives in
+    a SQLite file or Redis, so async callers run it in the thread pool)."""
+    wait = limiter.hit(f"{settings.queue_name}:{bucket}")
+    if wait:
+        raise HTTPException(429, message, headers={"Retry-After": str(wait)})
+
+
 def submit_allowed(
     body: CodeSubmission, limiter: SubmitLimiter, settings: SettingsDep, user: CurrentUser
 ) -> str:
@@ -214,11 +228,8 @@ def submit_allowed(
     One bucket per user for the challenge pages and the mock interviews alike: a mock interview
     is no way around the rate limit.
     """
-    if len(body.code.encode("utf-8", "surrogatepass")) > settings.max_code_bytes:
-        raise HTTPException(413, f"Code is over {settings.max_code_bytes // 1024} KiB")
-    wait = limiter.hit(f"{settings.queue_name}:submit:{user.id}")
-    if wait:
-        raise HTTPException(429, "You are submitting too fast", headers={"Retry-After": str(wait)})
+    refuse_oversized(body.code, settings)
+    refuse_too_fast(limiter, settings, f"submit:{user.id}", "You are submitting too fast")
     return body.code
 
 

@@ -18,7 +18,15 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from app.cookie_session import guest_token
-from app.deps import ChallengeDep, RunsDep, SettingsDep, SubmitLimiter, Visitor
+from app.deps import (
+    ChallengeDep,
+    RunsDep,
+    SettingsDep,
+    SubmitLimiter,
+    Visitor,
+    refuse_oversized,
+    refuse_too_fast,
+)
 from app.validation import ApiModel
 from app.web import templates
 from graders.examples import InvalidRunInput, spec_for
@@ -141,18 +149,17 @@ async def run_code(
     422 names a refused custom parameter in `loc` (["body", "input", name]) as validation errors do.
     """
     slug = challenge.slug
-    if len(payload.code.encode("utf-8", "surrogatepass")) > settings.max_code_bytes:
-        raise HTTPException(413, f"Code is over {settings.max_code_bytes // 1024} KiB")
+    refuse_oversized(payload.code, settings)
     try:
         values = spec_for(slug).validate(payload.input) if payload.input is not None else None
     except InvalidRunInput as exc:
         loc = ["body", "input", exc.field] if exc.field else ["body", "input"]
         raise HTTPException(422, [{"loc": loc, "msg": exc.message, "type": "value_error"}]) from None
     visitor = f"user:{user.id}" if user.id else f"guest:{guest_token(request)}"
-    # The count lives in a SQLite file or Redis: off the event loop, like the run itself.
-    wait = await run_in_threadpool(limiter.hit, f"{settings.queue_name}:run:{visitor}")
-    if wait:
-        raise HTTPException(429, "You are running code too fast", headers={"Retry-After": str(wait)})
+    # Its own count, apart from submissions'; off the event loop, like the run itself.
+    await run_in_threadpool(
+        refuse_too_fast, limiter, settings, f"run:{visitor}", "You are running code too fast"
+    )
     with runs.claim(visitor) as claimed:
         if not claimed:
             raise HTTPException(

@@ -31,6 +31,7 @@ from app.routes.mock_views import (
     summary_json,
 )
 from app.services import mock as mocks
+from app.services.errors import ServiceError
 from app.services.numeric import BYTE_UNITS
 from app.validation import MAX_ID, RowId
 from app.web import templates
@@ -237,7 +238,7 @@ def _act(
     """Run a form's action, flash `done` or the service's refusal, and go back to the interview."""
     try:
         action()
-    except mocks.MockError as exc:
+    except ServiceError as exc:  # MockError, or NoSuchOption for a picked index the question lacks
         flash(request, exc.message, "error")
     else:
         if done:
@@ -272,7 +273,7 @@ def mock_answer_form(
             session=session, mock=mock, position=position, step=step, settings=settings, now=clock.now(),
             text=text, value=value, unit=unit or None, picked=picked,
         )  # fmt: skip
-    except mocks.MockError as exc:
+    except ServiceError as exc:
         if exc.status == 422 and (text or value) and mocks.status(mock, clock.now()) == "running":
             # Refused as written (too long, or not a number): the same question again, with what was typed.
             typed = text.replace("\r\n", "\n").strip() if text else value

@@ -34,6 +34,7 @@ from app.routes.quiz_models import Difficulty, Kind, Mode, QuizCreate
 from app.routes.quiz_views import load_item, load_quiz, start
 from app.services import quiz as quizzes
 from app.services import quiz_learning
+from app.services.errors import ServiceError
 from app.services.numeric import BYTE_UNITS
 from app.services.scheduling import (
     RATING_NAMES,
@@ -265,7 +266,7 @@ def answer_form(
             session=session, user=user, item=item, settings=settings,
             text=answer, picked=picked, value=value, unit=unit or None, now=clock.now(),
         )  # fmt: skip
-    except quizzes.QuizError as exc:
+    except ServiceError as exc:  # QuizError, or NoSuchOption for a picked index the question lacks
         if exc.status == 422 and item.kind == "numeric":
             return _item_page(
                 request, session, user, settings, quiz_id, position, clock.now(),

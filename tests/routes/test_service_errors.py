@@ -64,3 +64,18 @@ def test_the_quiz_start_shows_the_error_beside_its_field(client: TestClient) -> 
     assert "at least one kind" in _fieldset(no_kind.text, "Options") and 'value="7"' in no_kind.text
     unknown = client.post("/quiz", data={"csrf_token": token, "topics": "no-such-topic", "kinds": "recall"})
     assert unknown.status_code == 422 and "Unknown topic" in _fieldset(unknown.text, "Topics")
+
+
+def test_a_made_up_option_is_refused_by_the_api_and_the_page_alike(client: TestClient) -> None:
+    """A picked index the question does not have: 422 naming `picked`, nothing graded."""
+    token = csrf(client, "/quiz")
+    quiz = client.post("/api/quizzes", json={"topics": ["rope"], "size": 1, "kinds": ["choice"]}).json()
+    api = client.post(f"/api/quizzes/{quiz['id']}/items/0/answer", json={"picked": [99]})
+    assert api.status_code == 422 and api.json() == {
+        "detail": [{"loc": ["body"], "msg": "No such option", "type": "value_error"}],
+        "field": "picked",
+    }
+    page = client.post(f"/quiz/{quiz['id']}/items/0/answer", data={"csrf_token": token, "picked": "99"})
+    assert page.status_code == 200 and "No such option" in page.text and 'name="picked"' in page.text
+    still_open = client.get(f"/api/quizzes/{quiz['id']}").json()["items"][0]
+    assert still_open["state"] == "open"

@@ -14,6 +14,7 @@ from app.config import Settings
 from app.models import Card, CardProgress, MockInterview, MockItem, Review, Submission, User
 from app.services import accounts, numeric, scheduling
 from app.services import mock as mocks
+from app.services.errors import ServiceError
 from tests.services.factories import catalog, make_user
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -240,9 +241,10 @@ def test_numeric_and_choice_are_checked_when_answered(db: Session, settings: Set
     for i in mocks.mock_items(session=db, mock=fresh)[: choice.position]:
         for step in ("question", "follow_up"):
             mocks.answer(session=db, mock=fresh, position=i.position, step=step, settings=settings, now=NOW)
-    with pytest.raises(mocks.MockError, match="No such option"):
+    with pytest.raises(ServiceError, match="No such option") as refused:
         mocks.answer(session=db, mock=fresh, position=choice.position, step="question", settings=settings,
                      now=NOW, picked=[99])  # fmt: skip
+    assert (refused.value.status, refused.value.field) == (422, "picked")
 
 
 def test_matching_common_wrong_answers() -> None:
