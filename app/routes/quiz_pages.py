@@ -28,7 +28,7 @@ from app.deps import (
     Visitor,
     find_user,
 )
-from app.models import Card, Topic, User
+from app.models import Card, QuizItem, Topic, User
 from app.pages import guest_cached
 from app.routes.quiz_models import Difficulty, Kind, Mode, QuizCreate
 from app.routes.quiz_views import load_item, load_quiz, start
@@ -241,6 +241,7 @@ def _item_page(
             "answer_error": error,
             "undo": quiz_learning.undo_offer(session=session, quiz=quiz),
             "repeat": quiz_learning.queued_repeat(session=session, item=item),
+            "repeated_from": session.get(QuizItem, item.repeat_of) if item.repeat_of else None,
         },
         status_code=status,
     )

@@ -7,7 +7,8 @@
   right answer shown) comes back asked afresh, since the same options or the same problem
   would only test whether the user remembers what was just revealed: a new draw of options
   (another subset of key points and wrong answers where the card has them) or a numeric problem
-  not yet asked in this quiz. A card with no new numeric problem left is not repeated.
+  not yet asked in this quiz. A card with no new numeric problem left comes back as recall
+  when the quiz asks recall questions, and not at all in a numeric-only quiz.
 - Undo: the quiz's last rating is taken back. The card's FSRS state (state, step, stability,
   difficulty, due, last review, reps, lapses) is put back from the snapshot its Review row took
   (scheduling.review_card), the Review row is deleted (so the due counts, the streak and a
@@ -69,11 +70,13 @@ def _option_texts(payload: dict[str, Any]) -> frozenset[str]:
     return frozenset(str(o.get("text", "")) for o in payload.get("options", []))
 
 
-def _fresh_payload(session: Session, item: QuizItem, items: list[QuizItem]) -> dict[str, Any] | None:
-    """The question for the repeat of `item`: recall as it was, choice and numeric drawn anew;
-    None when the card has no numeric problem this quiz has not asked yet."""
+def _fresh_question(
+    session: Session, quiz: Quiz, item: QuizItem, items: list[QuizItem]
+) -> tuple[str, dict[str, Any]] | None:
+    """(kind, payload) for the repeat of `item`: recall as it was, choice and numeric drawn anew;
+    None when nothing new can be asked within the quiz's kinds."""
     if item.kind == "recall":
-        return dict(item.payload)
+        return "recall", dict(item.payload)
     card = session.get(Card, item.card_id)
     if card is None:
         return None
@@ -81,7 +84,10 @@ def _fresh_payload(session: Session, item: QuizItem, items: list[QuizItem]) -> d
     rng = random.Random(f"repeat:{item.session_id}:{item.id}")
     if item.kind == "numeric":
         asked = {str(i.payload.get("prompt")) for i in items if i.kind == "numeric"}
-        return questions.build_numeric(card, rng, asked)
+        problem = questions.build_numeric(card, rng, asked)
+        if problem is not None:
+            return "numeric", problem
+        return ("recall", {}) if "recall" in (quiz.kinds or []) else None
     shown = {_option_texts(i.payload) for i in items if i.card_id == item.card_id and i.kind == "choice"}
     topic_cards = questions.live_cards(session=session, topics=[card.topic])
     payload = questions.build_choice(card, topic_cards, rng)
@@ -89,7 +95,7 @@ def _fresh_payload(session: Session, item: QuizItem, items: list[QuizItem]) -> d
         if _option_texts(payload) not in shown:
             break
         payload = questions.build_choice(card, topic_cards, rng)
-    return payload
+    return "choice", payload
 
 
 def queue_repeat(*, session: Session, item: QuizItem, rating: Rating) -> QuizItem | None:
@@ -101,15 +107,16 @@ def queue_repeat(*, session: Session, item: QuizItem, rating: Rating) -> QuizIte
     if quiz is None or repeat_count(session, item) >= MAX_REPEATS:
         return None
     items = _items(session, quiz.id)
-    payload = _fresh_payload(session, item, items)
-    if payload is None:
+    question = _fresh_question(session, quiz, item, items)
+    if question is None:
         return None
+    kind, payload = question
     repeat = QuizItem(
         session_id=item.session_id,
         user_id=item.user_id,
         position=len(items),
         card_id=item.card_id,
-        kind=item.kind,
+        kind=kind,
         payload=payload,
         repeat_of=item.id,
     )

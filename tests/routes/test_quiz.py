@@ -233,3 +233,19 @@ def test_each_rating_sets_the_due_date_fsrs_gives(client: TestClient) -> None:
     intervals = [reviews[i["card_id"]].due_after - reviews[i["card_id"]].reviewed_at for i in quiz["items"]]
     assert intervals[:3] == [timedelta(minutes=1), timedelta(minutes=5.5), timedelta(minutes=10)]
     assert intervals[3] >= timedelta(days=1)
+
+
+def test_a_missed_problem_with_none_new_left_comes_back_as_recall(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = csrf(client, "/quiz")
+    form = {"csrf_token": token, "topics": ["kv-memory"], "size": "2", "kinds": ["recall", "numeric"]}
+    quiz_url = client.post("/quiz", data=form, follow_redirects=False).headers["location"]
+    quiz_id = int(quiz_url.rsplit("/", 1)[1])
+    position = next(p for p, i in payloads(client, quiz_id).items() if i.kind == "numeric")
+    monkeypatch.setattr("app.services.quiz_learning.questions.build_numeric", lambda card, rng, asked: None)
+    action = f"{quiz_url}/items/{position}"
+    shown = client.post(action + "/answer", data={"csrf_token": token, "value": "0.001"}).text
+    assert "as a recall question (no new problem is left for this card)" in shown
+    repeat = client.get(f"{quiz_url}/items/2").text
+    assert "asked again, afresh: you missed it" in repeat and 'name="answer"' in repeat

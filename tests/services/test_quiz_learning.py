@@ -245,6 +245,23 @@ def _base_unit(item: QuizItem) -> str | None:
     return "bytes" if item.payload["dimension"] == "bytes" else None
 
 
+def test_a_missed_numeric_card_with_no_new_problem_comes_back_as_recall_when_the_quiz_asks_recall(
+    db: Session, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user = make_user(db, email="a@example.com")
+    spec = quizzes.QuizSpec(topics=("kv-memory",), size=3, kinds=("recall", "numeric"), seed=5)
+    quiz = quizzes.start_quiz(session=db, user=user, spec=spec, settings=settings, now=NOW)
+    numeric_item = next(i for i in items(db, quiz) if i.kind == "numeric")
+    monkeypatch.setattr(quiz_learning.questions, "build_numeric", lambda card, rng, asked: None)
+    quizzes.answer_item(
+        session=db, user=user, item=numeric_item, settings=settings, value="1", unit=None, now=NOW
+    )
+    repeat = items(db, quiz)[-1]
+    assert (repeat.card_id, repeat.kind, repeat.payload, repeat.repeat_of) == (
+        numeric_item.card_id, "recall", {}, numeric_item.id,
+    )  # fmt: skip
+
+
 def test_a_missed_numeric_card_with_no_new_problem_is_not_repeated(
     db: Session, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
