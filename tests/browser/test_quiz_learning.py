@@ -23,14 +23,19 @@ def new_page(browser, live_server: str, width: str):  # type: ignore[no-untyped-
     return context, page
 
 
-def start_recall_quiz(page, cards: int) -> None:  # type: ignore[no-untyped-def]
+def start_quiz(page, cards: int, unticked: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]
+    """The quiz form on TOPIC with these kinds unticked, as a person fills it in."""
     page.goto("/quiz")
     form = page.get_by_role("form", name="Start a quiz")
     form.get_by_label(TOPIC).check()
-    for other in ("Multiple choice", "Numeric problems"):
+    for other in unticked:
         form.get_by_label(other).uncheck()
     form.get_by_label("Cards").fill(str(cards))
     form.get_by_role("button", name="Start the quiz").click()
+
+
+def start_recall_quiz(page, cards: int) -> None:  # type: ignore[no-untyped-def]
+    start_quiz(page, cards, ("Multiple choice", "Numeric problems"))
 
 
 def reveal_and_rate(page, rating: str) -> str:  # type: ignore[no-untyped-def]
@@ -125,13 +130,7 @@ def test_a_missed_choice_comes_back_with_new_options_and_undo_takes_it_away(  # 
 ) -> None:
     context, page = new_page(browser, live_server, width)
     violations = watch_csp(page)
-    page.goto("/quiz")
-    form = page.get_by_role("form", name="Start a quiz")
-    form.get_by_label(TOPIC).check()
-    for other in ("Recall", "Numeric problems"):
-        form.get_by_label(other).uncheck()
-    form.get_by_label("Cards").fill("1")
-    form.get_by_role("button", name="Start the quiz").click()
+    start_quiz(page, 1, ("Recall", "Numeric problems"))
     expect(page.locator(".quiz-progress")).to_have_text("Question 1 of 1")
     title = page.locator(".quiz-item h1").inner_text()
     first_options = option_texts(page)
