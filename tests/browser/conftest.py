@@ -132,11 +132,22 @@ def browser() -> Iterator[object]:
         instance.close()
 
 
+# The two widths every page is tried at: a desktop window and a phone's (390 px).
+WIDTHS = {"desktop": (1200, 900), "phone": (390, 844)}
+
+
+def page_at(browser, base_url: str, width: str, *, timeout_ms: int = 15_000):  # type: ignore[no-untyped-def]
+    """A new browser context at WIDTHS[width] with one page in it: (context, page)."""
+    w, h = WIDTHS[width]
+    context = browser.new_context(base_url=base_url, viewport={"width": w, "height": h})
+    page = context.new_page()
+    page.set_default_timeout(timeout_ms)
+    return context, page
+
+
 @pytest.fixture
 def page(browser, live_server: str) -> Iterator[object]:  # type: ignore[no-untyped-def]
-    context = browser.new_context(base_url=live_server, viewport={"width": 1200, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    context, page = page_at(browser, live_server, "desktop")
     violations = watch_csp(page)
     yield page
     context.close()

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-WIDTHS = {"desktop": (1200, 900), "phone": (390, 844)}
+from tests.browser.conftest import page_at
 
 
 def start_numeric_quiz(browser, live_server: str, width: str, *, topic: str, cards: int):  # type: ignore[no-untyped-def]
     """A new browser context at this width, on the first question of a numeric-only quiz on
     `topic` (the topic's title as the form labels it) asking for `cards` cards: (context, page)."""
-    w, h = WIDTHS[width]
-    context = browser.new_context(base_url=live_server, viewport={"width": w, "height": h})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    context, page = page_at(browser, live_server, width)
     page.goto("/quiz")
     form = page.get_by_role("form", name="Start a quiz")
     form.get_by_label(topic).check()

@@ -13,25 +13,21 @@ import pytest
 from playwright.sync_api import expect
 
 from app.services.clock import ManualClock
-from tests.browser.conftest import screenshot, watch_csp
+from tests.browser.conftest import WIDTHS, page_at, screenshot, watch_csp
 
 pytestmark = pytest.mark.browser
 
-VIEWPORTS = {"desktop": (1200, 900), "phone": (390, 844)}
 TOPIC = "Why a decode step needs no mask"  # three cards, so the second has both neighbours
 TOPIC_SLUG = "decode-no-mask"
 
 
-@pytest.fixture(params=list(VIEWPORTS))
+@pytest.fixture(params=list(WIDTHS))
 def screen(
     request: pytest.FixtureRequest, browser, clocked_server
 ) -> Iterator[tuple[object, str, ManualClock]]:  # type: ignore[no-untyped-def]
     """A fresh visitor's page at the viewport's size (its own guest), the viewport's name, the clock."""
     base, clock = clocked_server
-    w, h = VIEWPORTS[request.param]
-    context = browser.new_context(base_url=base, viewport={"width": w, "height": h})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    context, page = page_at(browser, base, request.param)
     violations = watch_csp(page)
     yield page, request.param, clock
     context.close()
@@ -80,7 +76,7 @@ def test_previous_and_next_within_the_filtered_list(screen) -> None:  # type: ig
     expect(nav.get_by_role("link", name="All cards in this topic")).to_be_visible()
     if name == "phone":
         width = page.evaluate("document.documentElement.scrollWidth")
-        assert width <= VIEWPORTS["phone"][0], f"the card page scrolls sideways: {width}px"
+        assert width <= WIDTHS["phone"][0], f"the card page scrolls sideways: {width}px"
 
 
 def _statuses(page) -> dict[str, str]:  # type: ignore[no-untyped-def]

@@ -11,21 +11,17 @@ import pytest
 from playwright.sync_api import expect
 
 from app.config import ROOT
-from tests.browser.conftest import screenshot, watch_csp
+from tests.browser.conftest import WIDTHS, page_at, screenshot, watch_csp
 
 pytestmark = pytest.mark.browser
 
 SLUG = "fix-causal-attention"
 WRONG = (ROOT / "tests" / "graders" / "cases" / SLUG / "no_mask.py").read_text()
-VIEWPORTS = {"desktop": (1200, 900), "phone": (390, 844)}
 
 
-@pytest.fixture(params=sorted(VIEWPORTS))
+@pytest.fixture(params=sorted(WIDTHS))
 def sized_page(request, browser, live_server: str) -> Iterator[tuple[object, str]]:  # type: ignore[no-untyped-def]
-    width, height = VIEWPORTS[request.param]
-    context = browser.new_context(base_url=live_server, viewport={"width": width, "height": height})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    context, page = page_at(browser, live_server, request.param)
     violations = watch_csp(page)
     yield page, request.param
     context.close()

@@ -10,11 +10,10 @@ from urllib.parse import urlparse
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import WIDTHS, screenshot
 
 pytestmark = pytest.mark.browser
 
-WIDTHS = {"desktop": (1200, 900), "phone": (390, 844)}
 PAGES = ["/", "/cards", "/challenges", "/quiz", "/mock", "/auth/signup", "/docs"]
 
 

@@ -11,11 +11,10 @@ import pytest
 from playwright.sync_api import expect
 
 from app.config import Settings
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import WIDTHS, screenshot
 
 pytestmark = pytest.mark.browser
 
-WIDTHS = {"desktop": (1200, 900), "phone": (390, 844)}
 TOPIC = "Why a decode step needs no mask"  # cards without numeric problems: spoken questions
 LIMIT = Settings().mock_answer_max_chars
 

@@ -12,12 +12,11 @@ import pytest
 from playwright.sync_api import expect
 
 from app.services.key_point_matcher import plain
-from tests.browser.conftest import screenshot, watch_csp
+from tests.browser.conftest import WIDTHS, page_at, screenshot, watch_csp
 from tests.services.factories import catalog
 
 pytestmark = pytest.mark.browser
 
-WIDTHS = {"desktop": (1200, 900), "phone": (390, 844)}
 TOPIC = "Why a decode step needs no mask"  # recall cards, and no numeric problems in the mock
 
 
@@ -26,17 +25,9 @@ def key_points_titled(title: str) -> list[str]:
     return [plain(p) for p in card.key_points]
 
 
-def new_page(browser, live_server: str, width: str):  # type: ignore[no-untyped-def]
-    w, h = WIDTHS[width]
-    context = browser.new_context(base_url=live_server, viewport={"width": w, "height": h})
-    page = context.new_page()
-    page.set_default_timeout(20_000)
-    return context, page
-
-
 @pytest.mark.parametrize("width", list(WIDTHS))
 def test_a_quiz_answer_pre_ticks_what_it_covers(browser, live_server: str, width: str) -> None:  # type: ignore[no-untyped-def]
-    context, page = new_page(browser, live_server, width)
+    context, page = page_at(browser, live_server, width, timeout_ms=20_000)
     violations = watch_csp(page)
     page.goto("/quiz")
     form = page.get_by_role("form", name="Start a quiz")
@@ -79,7 +70,7 @@ def test_a_quiz_answer_pre_ticks_what_it_covers(browser, live_server: str, width
 
 @pytest.mark.parametrize("width", list(WIDTHS))
 def test_a_mock_report_shows_suggested_and_confirmed(browser, live_server: str, width: str) -> None:  # type: ignore[no-untyped-def]
-    context, page = new_page(browser, live_server, width)
+    context, page = page_at(browser, live_server, width, timeout_ms=20_000)
     violations = watch_csp(page)
     page.goto("/mock")
     page.get_by_label("Custom", exact=True).check()

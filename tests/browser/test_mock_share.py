@@ -10,11 +10,10 @@ from playwright.sync_api import expect
 
 from app.config import Settings
 from app.services.mock import LENGTHS, plan_questions
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import WIDTHS, screenshot
 
 pytestmark = pytest.mark.browser
 
-WIDTHS = {"desktop": (1200, 900), "phone": (390, 844)}
 TOPIC = "Why a decode step needs no mask"
 SETTINGS = Settings()
 

@@ -10,9 +10,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import WIDTHS, screenshot
 from tests.browser.numeric_quiz import (
-    WIDTHS,
     answer_numeric_wrong_and_go_on,
     question_total,
     start_numeric_quiz,

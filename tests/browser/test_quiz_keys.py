@@ -8,11 +8,10 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import WIDTHS, page_at, screenshot
 
 pytestmark = pytest.mark.browser
 
-WIDTHS = {"desktop": (1200, 900), "phone": (390, 844)}
 TOPIC = "Why a decode step needs no mask"
 
 
@@ -29,10 +28,7 @@ def start(page, kind: str) -> None:  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("width", list(WIDTHS))
 def test_the_quiz_from_the_keyboard(browser, live_server: str, width: str) -> None:  # type: ignore[no-untyped-def]
-    w, h = WIDTHS[width]
-    context = browser.new_context(base_url=live_server, viewport={"width": w, "height": h})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    context, page = page_at(browser, live_server, width)
 
     start(page, "Recall")
     expect(page.locator(".quiz-item")).to_have_attribute("data-kind", "recall")

@@ -7,20 +7,11 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import screenshot, watch_csp
+from tests.browser.conftest import WIDTHS, page_at, screenshot, watch_csp
 
 pytestmark = pytest.mark.browser
 
-WIDTHS = {"desktop": (1200, 900), "phone": (390, 844)}
 TOPIC = "Rotary position embeddings"
-
-
-def new_page(browser, live_server: str, width: str):  # type: ignore[no-untyped-def]
-    w, h = WIDTHS[width]
-    context = browser.new_context(base_url=live_server, viewport={"width": w, "height": h})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    return context, page
 
 
 def start_quiz(page, cards: int, unticked: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]
@@ -48,7 +39,7 @@ def reveal_and_rate(page, rating: str) -> str:  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("width", list(WIDTHS))
 def test_an_again_card_comes_back_in_the_same_quiz(browser, live_server: str, width: str) -> None:  # type: ignore[no-untyped-def]
-    context, page = new_page(browser, live_server, width)
+    context, page = page_at(browser, live_server, width)
     violations = watch_csp(page)
     start_recall_quiz(page, 2)
     expect(page.locator(".quiz-progress")).to_have_text("Question 1 of 2")
@@ -78,7 +69,7 @@ def test_an_again_card_comes_back_in_the_same_quiz(browser, live_server: str, wi
 def test_undo_brings_the_rating_buttons_back_and_the_due_count_is_unchanged(  # type: ignore[no-untyped-def]
     browser, live_server: str, width: str
 ) -> None:
-    context, page = new_page(browser, live_server, width)
+    context, page = page_at(browser, live_server, width)
     violations = watch_csp(page)
     page.goto("/progress")
     due_today = page.locator("#stat-due-today").inner_text()
@@ -128,7 +119,7 @@ def option_texts(page) -> list[str]:  # type: ignore[no-untyped-def]
 def test_a_missed_choice_comes_back_with_new_options_and_undo_takes_it_away(  # type: ignore[no-untyped-def]
     browser, live_server: str, width: str
 ) -> None:
-    context, page = new_page(browser, live_server, width)
+    context, page = page_at(browser, live_server, width)
     violations = watch_csp(page)
     start_quiz(page, 1, ("Recall", "Numeric problems"))
     expect(page.locator(".quiz-progress")).to_have_text("Question 1 of 1")

@@ -9,19 +9,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import screenshot, watch_csp
+from tests.browser.conftest import WIDTHS, page_at, screenshot, watch_csp
 
 pytestmark = pytest.mark.browser
-
-WIDTHS = {"desktop": (1200, 900), "phone": (390, 844)}
 
 
 @pytest.mark.parametrize("width", list(WIDTHS))
 def test_study_settings_and_personal_scheduling(browser, live_server: str, width: str) -> None:  # type: ignore[no-untyped-def]
-    w, h = WIDTHS[width]
-    context = browser.new_context(base_url=live_server, viewport={"width": w, "height": h})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    context, page = page_at(browser, live_server, width)
     violations = watch_csp(page)
 
     page.goto("/progress")

@@ -9,20 +9,16 @@ import pytest
 from playwright.sync_api import expect
 
 from app.config import Settings
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import WIDTHS, page_at, screenshot
 
 pytestmark = pytest.mark.browser
 
-WIDTHS = {"desktop": (1200, 900), "phone": (390, 844)}
 SETTINGS = Settings()
 
 
 @pytest.mark.parametrize("width", list(WIDTHS))
 def test_sign_up_errors_all_at_once_and_the_email_kept(browser, live_server: str, width: str) -> None:  # type: ignore[no-untyped-def]
-    w, h = WIDTHS[width]
-    context = browser.new_context(base_url=live_server, viewport={"width": w, "height": h})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    context, page = page_at(browser, live_server, width)
     page.goto("/")
     page.get_by_role("link", name="Sign up").click()
 

@@ -10,21 +10,12 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import WIDTHS, page_at, screenshot
 from tests.graders.test_wording import BARE_RAISE, ZERO  # the same two submissions, through a browser
 
 pytestmark = pytest.mark.browser
 
-VIEWPORTS = {"desktop": (1200, 900), "phone": (390, 844)}
 TOPIC = "Why a decode step needs no mask"
-
-
-def _context(browser, base: str, name: str):  # type: ignore[no-untyped-def]
-    w, h = VIEWPORTS[name]
-    context = browser.new_context(base_url=base, viewport={"width": w, "height": h})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    return context, page
 
 
 def _submit(page, code: str) -> list[str]:  # type: ignore[no-untyped-def]
@@ -41,9 +32,9 @@ def _submit(page, code: str) -> list[str]:  # type: ignore[no-untyped-def]
     return messages.all_inner_texts()
 
 
-@pytest.mark.parametrize("name", list(VIEWPORTS))
+@pytest.mark.parametrize("name", list(WIDTHS))
 def test_grader_messages_read_right(browser, live_server: str, name: str) -> None:  # type: ignore[no-untyped-def]
-    context, page = _context(browser, live_server, name)
+    context, page = page_at(browser, live_server, name)
     page.goto("/challenges/kv-cache-bytes")
     raised = _submit(page, BARE_RAISE)
     assert any("your code raised ValueError" in m for m in raised), raised
@@ -56,10 +47,10 @@ def test_grader_messages_read_right(browser, live_server: str, name: str) -> Non
     context.close()
 
 
-@pytest.mark.parametrize("name", list(VIEWPORTS))
+@pytest.mark.parametrize("name", list(WIDTHS))
 def test_a_one_minute_interview_says_1_minute(browser, clocked_server, name: str) -> None:  # type: ignore[no-untyped-def]
     base, clock = clocked_server
-    context, page = _context(browser, base, name)
+    context, page = page_at(browser, base, name)
     page.goto("/mock")
     expect(page.locator("#plan-rule")).to_contain_text(re.compile(r"coding problem takes \d+ minutes"))
     page.get_by_label("Custom", exact=True).check()
