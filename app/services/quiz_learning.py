@@ -49,21 +49,10 @@ def _items(session: Session, quiz_id: int | None) -> list[QuizItem]:
     )
 
 
-def _origin(session: Session, item: QuizItem) -> QuizItem:
-    """The first asking of a repeated card."""
-    while item.repeat_of is not None:
-        parent = session.get(QuizItem, item.repeat_of)
-        if parent is None:
-            break
-        item = parent
-    return item
-
-
-def repeat_count(session: Session, item: QuizItem) -> int:
-    """How many times this card has already come back in the quiz (0 for its first asking)."""
-    first = _origin(session, item)
-    items = _items(session, item.session_id)
-    return sum(1 for i in items if i.card_id == first.card_id and i.repeat_of is not None)
+def _repeats_so_far(items: list[QuizItem], card_id: str) -> int:
+    """How many times this card has already come back in the quiz. A quiz asks each card once
+    (the repeats carry its card id), so its repeats are the items of that card with `repeat_of`."""
+    return sum(1 for i in items if i.card_id == card_id and i.repeat_of is not None)
 
 
 def _option_texts(payload: dict[str, Any]) -> frozenset[str]:
@@ -104,9 +93,11 @@ def queue_repeat(*, session: Session, item: QuizItem, rating: Rating) -> QuizIte
     if rating != Rating.Again:
         return None
     quiz = session.get(Quiz, item.session_id)
-    if quiz is None or repeat_count(session, item) >= MAX_REPEATS:
+    if quiz is None:
         return None
     items = _items(session, quiz.id)
+    if _repeats_so_far(items, item.card_id) >= MAX_REPEATS:
+        return None
     question = _fresh_question(session, quiz, item, items)
     if question is None:
         return None
