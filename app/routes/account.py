@@ -17,8 +17,8 @@ from sqlmodel import Session
 
 from app.config import Settings
 from app.cookie_session import flash, log_out
-from app.deps import CsrfChecked, CurrentUser, LoginLimiter, SessionDep, SettingsDep, Visitor
-from app.models import User, utcnow
+from app.deps import ClockDep, CsrfChecked, CurrentUser, LoginLimiter, SessionDep, SettingsDep, Visitor
+from app.models import User
 from app.routes.auth import sign_in
 from app.routes.public import Public, Timestamp
 from app.services.accounts import AccountError, change_password, delete_user, export_user, password_hasher
@@ -206,10 +206,12 @@ def settings_form(
     user: CurrentUser,
     session: SessionDep,
     settings: SettingsDep,
+    clock: ClockDep,
     retention: Annotated[str, Form(max_length=10)] = "",
     interview_date: Annotated[str, Form(max_length=20)] = "",
 ) -> Response:
-    form = read_study_form(retention, interview_date, today=utcnow().date())
+    # Today by the app's clock, as the /settings page's copy of this form reads it.
+    form = read_study_form(retention, interview_date, today=clock.now().date())
     if form.errors:
         return _page(request, user, settings, form.errors, 422, study=form)
     save_study_form(session=session, user=user, form=form)
