@@ -32,6 +32,7 @@ from app.services.accounts import fingerprint
 from app.services.challenge_runs import RunsInProgress
 from app.services.clock import SYSTEM_CLOCK, Clock
 from app.services.grading import GradingQueue
+from app.services.personal_fsrs import FitJobs
 from app.services.ratelimit import RateLimiter
 from app.services.site import SiteContent
 from app.validation import ApiModel
@@ -65,6 +66,8 @@ SiteDep = Annotated[SiteContent, Depends(app_site)]
 # The app's engine, for work that opens its own session off the request's (in the thread pool).
 EngineDep = Annotated[Engine, Depends(app_engine)]
 LabDep = Annotated[LabJobs, Depends(app_lab)]
+# The queue of FSRS parameter fits (each runs in a child of the worker).
+FitsDep = Annotated[FitJobs, Depends(_from_state("fsrs_fits"))]
 GradingDep = Annotated[GradingQueue, Depends(get_grading)]
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse
 from pydantic import BaseModel
 
 from app.cookie_session import flash
-from app.deps import ClockDep, CsrfChecked, CurrentUser, SessionDep
+from app.deps import ClockDep, CsrfChecked, CurrentUser, SessionDep, SettingsDep
 from app.models import Card
 from app.routes.quiz_views import load_quiz  # the owner's quiz, else 404
 from app.services import quiz as quizzes
@@ -45,17 +45,15 @@ pages = APIRouter(prefix="/quiz", tags=["pages"], include_in_schema=False)
 
 @router.post("/{quiz_id}/undo")
 def api_undo(
-    quiz_id: RowId, request: Request, user: CurrentUser, session: SessionDep, clock: ClockDep
+    quiz_id: RowId, user: CurrentUser, session: SessionDep, settings: SettingsDep, clock: ClockDep
 ) -> UndoResult:
-    """Take back the quiz's last rating: the question as it is now (rateable again) and the due counts."""
+    """Take back the quiz's last rating: the question as it is now (rateable again) and the due counts.
+    An UndoError (409) goes to the app's one ServiceError handler."""
     quiz = load_quiz(session, user, quiz_id)
-    try:
-        item = quiz_learning.undo_last_rating(session=session, quiz=quiz, now=clock.now())
-    except ServiceError as exc:
-        raise HTTPException(exc.status, exc.message) from None
+    item = quiz_learning.undo_last_rating(session=session, quiz=quiz, now=clock.now())
     card = session.get(Card, item.card_id)
     assert card is not None
-    counts = due_counts(session=session, user=user, settings=request.app.state.settings, now=clock.now())
+    counts = due_counts(session=session, user=user, settings=settings, now=clock.now())
     due = DueNow(now=counts.due_now, today=counts.today)
     return UndoResult(item=quizzes.item_view(item, card), size=quiz.size, due=due)
 

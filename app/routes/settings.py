@@ -17,8 +17,8 @@ from sqlmodel import Session
 
 from app.config import Settings
 from app.cookie_session import flash
-from app.deps import ClockDep, CsrfChecked, CurrentUser, SessionDep, SettingsDep, Visitor
-from app.models import FsrsFit, User
+from app.deps import ClockDep, CsrfChecked, CurrentUser, FitsDep, SessionDep, SettingsDep, Visitor
+from app.models import User
 from app.services import personal_fsrs
 from app.services.errors import ServiceError
 from app.services.personal_fsrs import FIT_MIN_REVIEWS, MAX_SEQ_LEN
@@ -76,10 +76,6 @@ def scheduling_json(session: Session, user: User, settings: Settings, now: datet
     )
 
 
-def _submit(request: Request, session: Session, user: User, now: datetime) -> FsrsFit:
-    return request.app.state.fsrs_fits.submit(session=session, user=user, now=now)  # type: ignore[no-any-return]
-
-
 # --- JSON API -------------------------------------------------------------------------------------
 
 
@@ -93,13 +89,13 @@ def api_scheduling(
 
 @router.post("/scheduling/fit", status_code=202)
 def api_fit(
-    request: Request, user: CurrentUser, session: SessionDep, settings: SettingsDep, clock: ClockDep
+    fits: FitsDep, user: CurrentUser, session: SessionDep, settings: SettingsDep, clock: ClockDep
 ) -> SchedulingPublic:
     """Queue a fit of the user's FSRS parameters: 422 with too few reviews, 409 while one is under way."""
     now = clock.now()
     try:
-        _submit(request, session, user, now)
-    except ServiceError as exc:
+        fits.submit(session=session, user=user, now=now)
+    except ServiceError as exc:  # its detail stays a string, a 422 included, as the API has answered
         raise HTTPException(exc.status, exc.message) from None
     return scheduling_json(session, user, settings, now)
 
@@ -176,11 +172,16 @@ def study_settings_form(
 
 @pages.post("/fit", dependencies=[CsrfChecked])
 def fit_form(
-    request: Request, user: CurrentUser, session: SessionDep, settings: SettingsDep, clock: ClockDep
+    request: Request,
+    fits: FitsDep,
+    user: CurrentUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
 ) -> Response:
     now = clock.now()
     try:
-        _submit(request, session, user, now)
+        fits.submit(session=session, user=user, now=now)
     except ServiceError as exc:
         return _page(request, session, user, settings, now, fit_message=exc.message, status=exc.status)
     flash(request, "Fitting your parameters to your reviews: this page shows the result when it is done.")
