@@ -2,14 +2,30 @@
 
 Torch runs single-threaded everywhere in the tests: two multi-threaded torch
 processes on a 2-core machine slow each other down by an order of magnitude.
+
+scripts/test runs the suite in parallel (pytest-xdist), one process per core. Every
+process keeps the files a Settings() would put in the checkout's var/ (the embedded
+grading queue, the rate-limit counts, the lab's lock) in a folder of its own, and uses
+a queue name of its own: two processes on one queue file would grade each other's
+submissions, and on one lab lock would wait for each other's runs.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+_PROCESS_DIR = tempfile.mkdtemp(prefix=f"kvprep-test-{os.getpid()}-")
+atexit.register(shutil.rmtree, _PROCESS_DIR, ignore_errors=True)
+os.environ["KVPREP_QUEUE_FILE"] = os.path.join(_PROCESS_DIR, "grading-queue.sqlite3")
+os.environ["KVPREP_RATELIMIT_FILE"] = os.path.join(_PROCESS_DIR, "rate-limits.sqlite3")
+os.environ["KVPREP_LAB_LOCK_FILE"] = os.path.join(_PROCESS_DIR, "lab.lock")
+os.environ["KVPREP_QUEUE_NAME"] = f"kvprep-test-{os.getpid()}"
 
 import torch  # noqa: E402
 
