@@ -56,11 +56,27 @@ templates.env.filters["plural"] = plural
 templates.env.globals["static_url"] = static_assets.url
 
 
+# Paths kept per app: Starlette finds a route's path by trying every route in turn (an exception
+# raised and caught for each miss), which was half a signed-in card page's time. Routes do not
+# change once the app is built; the bound keeps a page's parameters (a slug) from growing it.
+PATH_CACHE_ENTRIES = 4096
+
+
 @pass_context
 def path_for(context: Any, name: str, /, **params: Any) -> str:
     """The path of the route named `name` ("/quiz"): like url_for, without scheme and host, so a
     link reads the same behind any proxy and in a page kept for every guest."""
-    return str(context["request"].app.url_path_for(name, **params))
+    app = context["request"].app
+    kept: dict[tuple[object, ...], str] | None = getattr(app.state, "paths_for", None)
+    if kept is None:
+        kept = app.state.paths_for = {}
+    key = (name, *sorted(params.items()))
+    path = kept.get(key)
+    if path is None:
+        path = str(app.url_path_for(name, **params))
+        if len(kept) < PATH_CACHE_ENTRIES:
+            kept[key] = path
+    return path
 
 
 templates.env.globals["path_for"] = path_for
