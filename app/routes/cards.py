@@ -126,9 +126,20 @@ def _status_html(standing: CardStanding) -> str:
 
 
 def _with_statuses(body: Markup, found: dict[str, CardStanding]) -> Markup:
-    """The kept list with each card's status for this visitor where its slot is."""
-    html = _STATUS_SLOTS.sub(lambda m: _status_html(found.get(m[1], NEW)), str(body))
-    return Markup(html)
+    """The kept list with each card's status for this visitor where its slot is.
+
+    Each distinct standing is rendered once (most of a page's cards are new, or due).
+    """
+    rendered: dict[CardStanding, str] = {}
+
+    def status(match: re.Match[str]) -> str:
+        standing = found.get(match[1], NEW)
+        html = rendered.get(standing)
+        if html is None:
+            html = rendered[standing] = _status_html(standing)
+        return html
+
+    return Markup(_STATUS_SLOTS.sub(status, str(body)))
 
 
 def _visitor_standings(request: Request, body: Markup) -> dict[str, CardStanding]:

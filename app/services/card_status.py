@@ -52,11 +52,7 @@ def _aware(moment: datetime) -> datetime:
 def standing(progress: CardProgress | None, now: datetime) -> CardStanding:
     if progress is None:
         return NEW
-    due = _aware(progress.due)
-    if due <= now:
-        return CardStanding(CardStatus.DUE, due)
-    status = CardStatus.LEARNING if progress.state in _LEARNING_STATES else CardStatus.LEARNED
-    return CardStanding(status, due)
+    return _standing_of(progress.due, progress.state, now)
 
 
 def standings(
@@ -66,8 +62,19 @@ def standings(
     ids = list(card_ids)
     if user_id is None or not ids:
         return dict.fromkeys(ids, NEW)
+    # Three columns, not whole rows: no ORM objects to build for a page of the list.
     rows = session.exec(
-        select(CardProgress).where(CardProgress.user_id == user_id, col(CardProgress.card_id).in_(ids))
+        select(CardProgress.card_id, CardProgress.due, CardProgress.state).where(
+            CardProgress.user_id == user_id, col(CardProgress.card_id).in_(ids)
+        )
     ).all()
-    mine = {p.card_id: p for p in rows}
-    return {card_id: standing(mine.get(card_id), now) for card_id in ids}
+    mine = {card_id: _standing_of(due, state, now) for card_id, due, state in rows}
+    return {card_id: mine.get(card_id, NEW) for card_id in ids}
+
+
+def _standing_of(due: datetime, state: int, now: datetime) -> CardStanding:
+    """`standing` from a row's due time and FSRS state."""
+    due = _aware(due)
+    if due <= now:
+        return CardStanding(CardStatus.DUE, due)
+    return CardStanding(CardStatus.LEARNING if state in _LEARNING_STATES else CardStatus.LEARNED, due)
