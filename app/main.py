@@ -54,6 +54,7 @@ from app.services.errors import ServiceError, TooManyRequests
 from app.services.grading import build_queue
 from app.services.guests import purge_idle_guests
 from app.services.personal_fsrs import FitJobs
+from app.services.personal_pages import PersonalPages
 from app.services.ratelimit import RateLimiter
 from app.services.site import load_site_content
 from app.services.verdict_waits import VerdictWaits
@@ -150,6 +151,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.guest_limiter = RateLimiter(f"{settings.guests_per_hour}/hour", limits_storage)
     app.state.verdict_waits = VerdictWaits()
     app.state.challenge_runs = RunsInProgress()  # at most one Run per visitor at a time
+    app.state.personal_pages = PersonalPages()  # each user's dashboard, until their data moves
     # The app's own engine, disposed when it shuts down.
     app.state.engine = make_engine(settings.database_url, settings.sqlite_busy_timeout_s)
     # Innermost first: the kept guest pages answer inside the session middlewares, below any other.

@@ -6,17 +6,22 @@ from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 from pydantic import Field
 from sqlalchemy import Engine
 from sqlmodel import Session
+from starlette.concurrency import run_in_threadpool
 
 from app.config import Settings
+from app.content.catalog import Catalog
+from app.cookie_session import CSRF_KEY, FLASH_KEY, csrf_token, guest_token
 from app.deps import CatalogDep, ClockDep, SessionDep, SettingsDep, Visitor, find_user
 from app.models import User
 from app.routes.public import Number, Public, Timestamp
+from app.services.personal_pages import PersonalPages, data_version, valid_until
 from app.services.progress import build_dashboard, dashboard_json
 from app.services.scheduling import due_counts, humanize_interval
+from app.services.site import CSRF_SLOT
 from app.web import templates
 
 router = APIRouter(prefix="/api/progress", tags=["progress"])
@@ -83,19 +88,38 @@ def api_progress(
 
 
 @pages.get("", response_class=HTMLResponse)
-def progress_page(
-    request: Request,
-    user: Visitor,
-    session: SessionDep,
-    settings: SettingsDep,
-    catalog: CatalogDep,
-    clock: ClockDep,
-) -> HTMLResponse:
-    now = clock.now()
-    board = build_dashboard(session=session, user=user, settings=settings, catalog=catalog, now=now)
-    return templates.TemplateResponse(
-        request, "progress/index.html", {"board": board, "now": now, "user": user, "until": humanize_interval}
-    )
+async def progress_page(
+    request: Request, settings: SettingsDep, catalog: CatalogDep, clock: ClockDep
+) -> Response:
+    # One hop to the thread pool for the session check, the data version and (on a miss) the
+    # build: sync dependencies would each take a hop of their own, and queue behind each other.
+    return await run_in_threadpool(_progress_page, request, settings, catalog, clock.now())
+
+
+def _progress_page(request: Request, settings: Settings, catalog: Catalog, now: datetime) -> Response:
+    kept: PersonalPages = request.app.state.personal_pages
+    with Session(request.app.state.engine) as session:
+        user = find_user(request, session) or User(id=0, guest_token=guest_token(request))
+        # A visitor with a row, and no message waiting, gets the page kept since their last write.
+        keep = bool(user.id) and not request.session.get(FLASH_KEY)
+        version = data_version(session, user) if keep else ()
+        if keep:
+            assert user.id is not None
+            body = kept.get(user.id, "progress", version, now)
+            if body is not None:
+                if CSRF_SLOT in body:
+                    body = body.replace(CSRF_SLOT, csrf_token(request).encode())
+                return HTMLResponse(body)
+        board = build_dashboard(session=session, user=user, settings=settings, catalog=catalog, now=now)
+        context = {"board": board, "now": now, "user": user, "until": humanize_interval}
+        response = templates.TemplateResponse(request, "progress/index.html", context)
+        if keep and user.id is not None:
+            body = bytes(response.body)
+            token = request.session.get(CSRF_KEY)
+            if isinstance(token, str):
+                body = body.replace(token.encode(), CSRF_SLOT)
+            kept.put(user.id, "progress", version, now, valid_until(session, user, now), body)
+        return response
 
 
 def home_due_today(request: Request, engine: Engine, settings: Settings, now: datetime) -> int:
