@@ -88,14 +88,26 @@ def standings(session: Session, user_id: int) -> dict[str, Standing]:
 
 
 @pages.get("", response_class=HTMLResponse)
-def challenge_list_page(
-    request: Request, catalog: CatalogDep, session: SessionDep, user: Visitor
-) -> HTMLResponse:
-    return templates.TemplateResponse(
-        request,
-        "challenges/list.html",
-        {"challenges": catalog.challenges, "standings": standings(session, user.id or 0)},
-    )
+async def challenge_list_page(request: Request, catalog: CatalogDep) -> Response:
+    def page(found: dict[str, Standing]) -> Response:
+        context = {"challenges": catalog.challenges, "standings": found}
+        return templates.TemplateResponse(request, "challenges/list.html", context)
+
+    if not has_no_user_row(request):
+        # One thread-pool hop for the session check and the visitor's attempts.
+        return page(await run_in_threadpool(_standings_for, request))
+
+    # A visitor without a user row has tried nothing: the list is the same for all of them.
+    async def render() -> Response:
+        return page({})
+
+    return await guest_cached(request, ("challenges", "no-row"), render, needs_no_row=True)
+
+
+def _standings_for(request: Request) -> dict[str, Standing]:
+    with Session(request.app.state.engine) as session:
+        user = find_user(request, session)
+        return standings(session, user.id) if user is not None and user.id else {}
 
 
 @pages.get("/{slug}", response_class=HTMLResponse)
