@@ -8,7 +8,7 @@
   const starter = JSON.parse(document.getElementById("starter-code").textContent);
   const draftStatus = document.getElementById("draft-status");
   const submit = document.getElementById("submit");
-  const { show, grading, poll, labels, renderTests, summaryText } = window.kvprepVerdict;
+  const { show, grading, reveal, poll, labels, renderTests, summaryText } = window.kvprepVerdict;
 
   const editor = window.kvprepCoding.editorWithDraft(textarea, {
     key: `kvprep:draft:${slug}`,
@@ -103,6 +103,7 @@
     } catch (err) {
       show(`Could not reach the grader: ${err.message}`, "error");
     } finally {
+      reveal();
       submit.disabled = false;
     }
   });
