@@ -64,6 +64,7 @@ def write_charts(result: dict[str, Any], folder: Path, fmt: str) -> list[Path]:
 
     matplotlib.use("Agg")  # no screen: files only
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     folder.mkdir(parents=True, exist_ok=True)
     written = []
@@ -81,7 +82,7 @@ def write_charts(result: dict[str, Any], folder: Path, fmt: str) -> list[Path]:
             right.set_ylim(bottom=0)
             right.legend(loc="upper right")
         if ex.get("x_integer"):
-            ax.xaxis.get_major_locator().set_params(integer=True)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         if ex.get("seed_points"):
             sx, sy = zip(*ex["seed_points"], strict=True)
             ax.scatter(
