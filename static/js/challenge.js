@@ -21,6 +21,9 @@
   window.kvprepChallenge = { slug, getCode: editor.getValue, setCode: editor.setValue };
 
   document.getElementById("reset-code").addEventListener("click", () => {
+    if (editor.getValue() !== starter && !window.confirm("Replace your code with the starter code? Your draft is lost.")) {
+      return;
+    }
     editor.setValue(starter);
     editor.forgetDraft();
     draftStatus.textContent = "Starter code restored";
