@@ -64,6 +64,7 @@ def write_charts(result: dict[str, Any], folder: Path, fmt: str) -> list[Path]:
 
     matplotlib.use("Agg")  # no screen: files only
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     folder.mkdir(parents=True, exist_ok=True)
     written = []
@@ -71,9 +72,17 @@ def write_charts(result: dict[str, Any], folder: Path, fmt: str) -> list[Path]:
         if not ex.get("series"):
             continue
         fig, ax = plt.subplots(figsize=(7, 4.2))
-        for series in ex["series"]:
+        right = ax.twinx() if any(s.get("axis") == "right" for s in ex["series"]) else None
+        for i, series in enumerate(ex["series"]):
             xs, ys = zip(*series["points"], strict=True) if series["points"] else ((), ())
-            ax.plot(xs, ys, marker="o", label=series["label"])
+            on = right if right is not None and series.get("axis") == "right" else ax
+            on.plot(xs, ys, marker="o", label=series["label"], color=f"C{i}")
+        if right is not None:
+            right.set_ylabel(ex.get("y2_label", ""))
+            right.set_ylim(bottom=0)
+            right.legend(loc="upper right")
+        if ex.get("x_integer"):
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         if ex.get("seed_points"):
             sx, sy = zip(*ex["seed_points"], strict=True)
             ax.scatter(
@@ -84,7 +93,7 @@ def write_charts(result: dict[str, Any], folder: Path, fmt: str) -> list[Path]:
         ax.set_ylabel(ex.get("y_label", ""))
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
-        ax.legend()
+        ax.legend(loc="upper left")
         path = folder / f"{name}.{fmt}"
         fig.tight_layout()
         fig.savefig(path, format=fmt)

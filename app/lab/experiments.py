@@ -249,10 +249,16 @@ def batching(model: GPT2, plan: Plan, progress: Progress) -> dict[str, Any]:
         "rows": rows,
         "series": [
             {"label": "tokens/s (all users)", "points": [[r["batch"], r["tokens_per_s"]] for r in rows]},
-            {"label": "ms per token (one user)", "points": [[r["batch"], r["step_ms"]] for r in rows]},
+            {
+                "label": "ms per token (one user, right axis)",
+                "points": [[r["batch"], r["step_ms"]] for r in rows],
+                "axis": "right",
+            },
         ],
         "x_label": "batch size",
-        "y_label": "tokens/s, ms",
+        "x_integer": True,
+        "y_label": "tokens/s (all users)",
+        "y2_label": "ms per token (one user)",
         "cached_tokens": n,
     }
 

@@ -22,6 +22,7 @@ from app.services.calculator import (
     calculate,
     fmt_bytes,
     fmt_count,
+    fmt_intensity,
     preset_for_figures,
 )
 from app.web import templates
@@ -73,8 +74,10 @@ class CalcForm:
         compare: list[str] | None,
     ) -> CalcForm:
         blank = cls()
+        pasted = (config or "").strip()
         return cls(
-            model=model or blank.model,
+            # A pasted config.json is the model asked about, whatever the menu still says.
+            model=CUSTOM if pasted else model or blank.model,
             gpu=gpu or blank.gpu,
             weights=weights or blank.weights,
             cache=cache or blank.cache,
@@ -119,6 +122,8 @@ class CalcPublic(Public):
     crossover_batch: Number
     bound: Literal["memory-bound", "compute-bound"]
     chart: dict[str, Any] = Field(description="the series of the page's chart")
+    context_window: int | None = Field(description="the model's trained context (max_position_embeddings)")
+    context_warning: str | None = Field(description="said when the context is past that window")
 
 
 Text = Annotated[str | None, Query(max_length=40)]
@@ -176,6 +181,7 @@ def calculator_page(
             "cache_dtypes": CACHE_DTYPES,
             "fmt_bytes": fmt_bytes,
             "fmt_count": fmt_count,
+            "fmt_intensity": fmt_intensity,
         },
     )
 

@@ -42,7 +42,7 @@ from app.services.scheduling import (
     get_progress,
     humanize_interval,
     parse_rating,
-    preview,
+    preview_text,
 )
 from app.validation import Position, RowId
 from app.web import templates
@@ -218,10 +218,10 @@ def _item_page(
     """One question of a quiz; after a refused numeric answer, with the typed value and why."""
     quiz, item, card = load_item(session, user, quiz_id, position)
     assert user.id is not None
-    previews: dict[str, datetime] = {}
+    previews: dict[str, str] = {}
     if item.kind == "recall" and quizzes.item_state(item) == "revealed":
         progress = get_progress(session=session, user_id=user.id, card_id=card.id)
-        previews = preview(progress=progress, user=user, settings=settings, now=now)
+        previews = preview_text(progress=progress, user=user, settings=settings, now=now)
     topic = session.get(Topic, card.topic)
     return templates.TemplateResponse(
         request,

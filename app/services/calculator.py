@@ -25,6 +25,20 @@ CACHE_DTYPES: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8
 CUSTOM = "custom"
 MAX_CONTEXT = 10_000_000
 MAX_BATCH = 100_000
+# Each bank model's trained context window: max_position_embeddings (n_positions for GPT-2) in its
+# Hugging Face config.json. A context past it still has a cache size, but not a model that uses it.
+CONTEXT_WINDOWS: dict[str, int] = {
+    "gpt2_small": 1024,
+    "llama2_7b": 4096,
+    "mistral_7b": 32768,
+    "llama3_8b": 8192,
+    "llama2_70b": 4096,
+    "qwen25_7b": 131072,
+    "gemma2_9b": 8192,
+    "mixtral_8x7b": 32768,
+    "llama31_70b": 131072,
+    "llama31_405b": 131072,
+}
 CHART_CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 GPT2_POSITIONS = 1024
 
@@ -62,6 +76,8 @@ class CalcResult:
     crossover_batch: float
     bound: str  # "memory-bound" or "compute-bound"
     chart: dict[str, Any] = field(default_factory=dict)
+    window: int | None = None  # the model's trained context, where its config says it
+    warning: str | None = None  # the context is past that window
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -77,6 +93,8 @@ class CalcResult:
             "gpu_bytes": self.gpu.hbm_bytes,
             "free_bytes": self.free_bytes,
             "sequences_fit": self.sequences_fit,
+            "context_window": self.window,
+            "context_warning": self.warning,
             "min_time_per_token_ms": self.step_s * 1000,
             "tokens_per_s_per_user": self.tokens_per_s_per_user,
             "tokens_per_s_total": self.tokens_per_s_total,
@@ -150,6 +168,22 @@ def _pick(name: str, value: str, allowed: dict[str, Any]) -> str:
     return value
 
 
+def context_window(inp: CalcInput) -> int | None:
+    """The model's trained context: the bank's table, or the pasted config's own key."""
+    if inp.model != CUSTOM:
+        return CONTEXT_WINDOWS.get(inp.model)
+    try:
+        config = json.loads(inp.config)
+    except ValueError:
+        return None
+    value = (
+        config.get("max_position_embeddings") or config.get("n_positions")
+        if isinstance(config, dict)
+        else None
+    )
+    return value if isinstance(value, int) and value > 0 else None
+
+
 def _model(inp: CalcInput) -> ModelShape:
     if inp.model == CUSTOM:
         if not inp.config.strip():
@@ -176,6 +210,7 @@ def calculate(inp: CalcInput) -> CalcResult:
     if not 1 <= inp.batch <= MAX_BATCH:
         raise CalcError("batch", f"batch must be between 1 and {MAX_BATCH:,}")
     model = _model(inp)
+    window = context_window(inp)
     params = model_params(model)
     weight_bytes = params * w_bpe
     per_token = kv_cache_bytes(model.layers, model.kv_heads, model.head_dim, 1, 1, c_bpe)
@@ -223,27 +258,49 @@ def calculate(inp: CalcInput) -> CalcResult:
         crossover_batch=crossover,
         bound="memory-bound" if intensity < gpu.ridge_flops_per_byte else "compute-bound",
         chart=chart,
+        window=window,
+        warning=(
+            f"{model.name} was trained on at most {window:,} tokens (max_position_embeddings in its "
+            f"config.json): a context of {inp.context:,} is past its window, so the cache size is "
+            "arithmetic only, not a case the model serves."
+            if window is not None and inp.context > window
+            else None
+        ),
     )
 
 
-def preset_for_figures(names: list[str]) -> dict[str, str] | None:
-    """Calculator settings for a card, from the figures it declares (e.g. llama2_7b_gib_4k_x32)."""
-    for name in names:
-        for key in sorted(ALL_MODELS, key=len, reverse=True):
-            if not name.startswith(key + "_"):
-                continue
-            rest = name[len(key) + 1 :]
-            preset = {"model": key}
-            ctx = re.match(r"gib_(\d+)(k?)", rest)
-            if ctx:
-                preset["context"] = str(int(ctx.group(1)) * (1024 if ctx.group(2) else 1))
-            batch = re.search(r"_x(\d+)$", rest)
-            if batch:
-                preset["batch"] = batch.group(1)
-            if key == "gpt2_small":
-                preset.update(weights="fp32", cache="fp32")
-            return preset
+def _preset_for(name: str) -> dict[str, str] | None:
+    """Calculator settings from one figure name: llama2_7b_gib_4k_x32, gpt2_small_gib_1024x64_fp32."""
+    for key in sorted(ALL_MODELS, key=len, reverse=True):
+        if not name.startswith(key + "_"):
+            continue
+        rest = name[len(key) + 1 :]
+        preset = {"model": key}
+        ctx = re.match(r"gib_(\d+)(k?)(?:x(\d+))?", rest)
+        if ctx:
+            preset["context"] = str(int(ctx.group(1)) * (1024 if ctx.group(2) else 1))
+            if ctx.group(3):
+                preset["batch"] = ctx.group(3)
+        batch = re.search(r"_x(\d+)$", rest)
+        if batch:
+            preset["batch"] = batch.group(1)
+        if key == "gpt2_small":
+            preset.update(weights="fp32", cache="fp32")
+        return preset
     return None
+
+
+def preset_for_figures(names: list[str]) -> dict[str, str] | None:
+    """Calculator settings for a card, from the figures it declares: the figure that pins the most
+    (a context and a batch over a model alone); a context never past the model's window."""
+    presets = [p for p in (_preset_for(name) for name in names) if p]
+    if not presets:
+        return None
+    best = max(presets, key=len)  # max keeps the first of equals: the card's order
+    window = CONTEXT_WINDOWS.get(best["model"])
+    if "context" not in best and window is not None and window < CalcInput.context:
+        best["context"] = str(window)
+    return best
 
 
 def fmt_bytes(n: float) -> str:
@@ -252,6 +309,11 @@ def fmt_bytes(n: float) -> str:
         if abs(n) >= size:
             return f"{n / size:,.2f} {unit}"
     return f"{n:,.0f} bytes"
+
+
+def fmt_intensity(x: float) -> str:
+    """FLOP per byte: whole numbers from 10 up, two significant digits below (0.5, not 0)."""
+    return f"{x:,.0f}" if x >= 10 else f"{x:.2g}"
 
 
 def fmt_count(n: float) -> str:

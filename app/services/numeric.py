@@ -163,22 +163,58 @@ def generate_for(card: Card, rng: random.Random) -> NumericQuestion | None:
 
 
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d[\d,_ ]*)?\.?\d+(?:[eE][-+]?\d+)?)\s*([A-Za-zµμ%$][\w µμ/%$-]*)?\s*$")
+# A comma is read as a thousands separator only where it can be nothing else: groups of exactly
+# three digits after a first group of one to three ("1,024", "131,072.5"). "0,70" or "1,5" may be a
+# decimal comma (70 or 0.7?) and "1.234,5" mixes both conventions: asked again, never guessed.
+_THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?:,\d{3})+(?:\.\d*)?(?:[eE][-+]?\d+)?$")
+_DECIMAL_COMMA = re.compile(r"^\s*[-+]?\d[\d.]*,\d")
+
+
+class Unreadable(ValueError):
+    """A typed answer that is not one number: the message says how to write it."""
+
+
+NOT_A_NUMBER = "That is not a number we can read: type digits, e.g. 2.5 or 1,024."
+
+
+def _ambiguous(written: str) -> Unreadable:
+    return Unreadable(
+        f"{written!r} could be read two ways: a comma is read only as a thousands separator between "
+        "groups of three digits (1,024). For a decimal, type a point, e.g. 0.70."
+    )
+
+
+def read_answer(text: str) -> tuple[float, str | None]:
+    """'2.5', '2.5 GiB', '4.02 ms', '295 FLOP/byte', '3e9', '1,024' -> (value, unit or None).
+
+    Raises Unreadable for text that is not a number, a comma that could be a decimal comma, and a
+    negative number (no size, time, count or ratio asked here is below zero)."""
+    cleaned = text.replace("\u202f", "").replace("\u00a0", "").strip()
+    if _DECIMAL_COMMA.match(cleaned) and not _THOUSANDS.match(cleaned.split()[0]):
+        raise _ambiguous(cleaned.split()[0])
+    match = _NUMBER.match(cleaned[1:] if cleaned.startswith("$") else cleaned)  # "$0.28": a price
+    if not match:
+        raise Unreadable(NOT_A_NUMBER)
+    raw = match.group(1).replace("_", "").replace(" ", "")
+    if "," in raw and not _THOUSANDS.match(raw):
+        raise _ambiguous(raw)
+    try:
+        value = float(raw.replace(",", ""))
+    except ValueError as exc:
+        raise Unreadable(NOT_A_NUMBER) from exc
+    if not math.isfinite(value):
+        raise Unreadable(NOT_A_NUMBER)
+    if value < 0:
+        raise Unreadable("A size, time or count is never negative: type the number without the minus sign.")
+    return value, (match.group(2).strip() if match.group(2) else None)
 
 
 def parse_answer(text: str) -> tuple[float, str | None] | None:
-    """'2.5', '2.5 GiB', '4.02 ms', '295 FLOP/byte', '3e9' -> (value, unit or None); None if unreadable."""
-    cleaned = text.replace("\u202f", "").replace("\u00a0", "").strip()
-    match = _NUMBER.match(cleaned[1:] if cleaned.startswith("$") else cleaned)  # "$0.28": a price
-    if not match:
-        return None
-    number = match.group(1).replace(",", "").replace("_", "").replace(" ", "")
+    """read_answer, with None for anything it refuses."""
     try:
-        value = float(number)
-    except ValueError:
+        return read_answer(text)
+    except Unreadable:
         return None
-    if not math.isfinite(value):
-        return None
-    return value, (match.group(2).strip() if match.group(2) else None)
 
 
 def _slip_hint(ratio: float, payload: dict[str, Any]) -> str:
@@ -222,10 +258,10 @@ def _slip_hint(ratio: float, payload: dict[str, Any]) -> str:
 
 def check_answer(payload: dict[str, Any], text: str, unit: str | None) -> NumericCheck:
     """Read the user's number and unit, convert to the base unit and compare within the tolerance."""
-    parsed = parse_answer(text or "")
-    if parsed is None:
-        return NumericCheck(False, None, "That is not a number we can read: type digits, e.g. 2.5 or 1,024.")
-    value, written = parsed
+    try:
+        value, written = read_answer(text or "")
+    except Unreadable as refused:
+        return NumericCheck(False, None, str(refused))
     units: list[str] = payload["units"]
     dimension = payload["dimension"]
     system = UNIT_SYSTEMS.get(dimension)  # None for a count

@@ -8,7 +8,7 @@
   const starter = JSON.parse(document.getElementById("starter-code").textContent);
   const draftStatus = document.getElementById("draft-status");
   const submit = document.getElementById("submit");
-  const { show, grading, poll, labels, renderTests, summaryText } = window.kvprepVerdict;
+  const { show, grading, reveal, poll, labels, renderTests, summaryText } = window.kvprepVerdict;
 
   const editor = window.kvprepCoding.editorWithDraft(textarea, {
     key: `kvprep:draft:${slug}`,
@@ -21,6 +21,9 @@
   window.kvprepChallenge = { slug, getCode: editor.getValue, setCode: editor.setValue };
 
   document.getElementById("reset-code").addEventListener("click", () => {
+    if (editor.getValue() !== starter && !window.confirm("Replace your code with the starter code? Your draft is lost.")) {
+      return;
+    }
     editor.setValue(starter);
     editor.forgetDraft();
     draftStatus.textContent = "Starter code restored";
@@ -103,6 +106,7 @@
     } catch (err) {
       show(`Could not reach the grader: ${err.message}`, "error");
     } finally {
+      reveal();
       submit.disabled = false;
     }
   });

@@ -126,7 +126,16 @@
     td.append(c.custom ? "Your input" : c.name);
     const input = document.createElement("span");
     input.className = "case-input";
-    input.textContent = c.description;
+    // The descriptions mark code with backticks, as Markdown does: show it as code, not as `marks`.
+    for (const [i, part] of (c.description || "").split("`").entries()) {
+      if (i % 2) {
+        const code = document.createElement("code");
+        code.textContent = part;
+        input.append(code);
+      } else {
+        input.append(part);
+      }
+    }
     td.append(input);
     return td;
   }

@@ -141,7 +141,7 @@
     });
 
     const attempts = document.getElementById("attempts");
-    const { show, grading, render, poll } = window.kvprepVerdict;
+    const { show, grading, render, reveal, poll } = window.kvprepVerdict;
 
     function attemptItem(data) {
       const li = document.createElement("li");
@@ -194,6 +194,7 @@
       } catch (err) {
         show(`Could not reach the grader: ${err.message}`, "error");
       } finally {
+        reveal();
         if (!closing) submit.disabled = false;
       }
     });

@@ -26,9 +26,18 @@
     if (recall.value) keep();
     window.addEventListener("pagehide", () => { if (recall.value) keep(); });
   }
-  // After a reveal the page opens on the strong answer: focus goes there, for the keyboard and screen readers.
+  // Focus starts where the next key press belongs, so a quiz runs from the keyboard without Tab:
+  // an open question on its first control (Space reveals a recall card, Space ticks the first
+  // option, digits go into the number box), a revealed card on the strong answer (1-4 rate), and a
+  // rated one on "Next question" (Enter moves on).
   const strong = document.getElementById("strong-answer");
+  const next = document.getElementById("next");
   if (strong && item.dataset.state === "revealed") strong.focus();
+  else if (next && item.dataset.state === "rated") next.focus();
+  else if (item.dataset.state === "open") {
+    const first = item.querySelector(".choice-form input[name=picked], .numeric-form input[name=value], #reveal");
+    if (first && document.activeElement !== first) first.focus();
+  }
 
   // Multiple choice: submitting with nothing ticked is most likely a slip, so ask first.
   const choiceForm = item.querySelector(".choice-form");
@@ -45,6 +54,12 @@
     const typing =
       el?.tagName === "TEXTAREA" || el?.tagName === "SELECT" ||
       (el?.tagName === "INPUT" && !["checkbox", "radio", "button", "submit"].includes(el.type));
+    // Enter on a ticked (or unticked) option submits the choice, as Enter in a text box would.
+    if (event.key === "Enter" && el?.type === "checkbox" && el.closest(".choice-form")) {
+      event.preventDefault();
+      el.closest("form").requestSubmit();
+      return;
+    }
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
       const form = el?.closest("form");
       if (form) { event.preventDefault(); form.requestSubmit(); }

@@ -127,6 +127,14 @@
     }
   }
 
+  // After a Submit: bring the verdict into view and move focus to it, so keyboard and screen-reader
+  // users land on it and nobody is left looking at an unchanged button.
+  function reveal() {
+    const results = el("results");
+    results.scrollIntoView({ block: "nearest" });
+    results.focus({ preventScroll: true });
+  }
+
   // Ask for the submission with a long-poll: the server answers the moment the verdict is stored,
   // or after 25 s with the submission still grading (then ask again).
   async function poll(id) {
@@ -138,5 +146,5 @@
     }
   }
 
-  window.kvprepVerdict = { labels, show, grading, render, renderTests, summaryText, poll };
+  window.kvprepVerdict = { labels, show, grading, render, reveal, renderTests, summaryText, poll };
 })();

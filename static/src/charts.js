@@ -19,8 +19,11 @@ Chart.register(
 
 const PALETTE = ["#2563eb", "#dc2626", "#059669", "#d97706", "#7c3aed", "#0891b2"];
 
-// spec: {title, x_label, y_label, series: [{label, points: [[x, y]...], dashed?}], seed_points?: [[x, y]...],
-//        hlines?: [{label, y}]}
+// spec: {title, x_label, y_label, y2_label?, x_integer?, series: [{label, points: [[x, y]...], dashed?,
+//        axis?: "right"}], seed_points?: [[x, y]...], hlines?: [{label, y}]}
+// A series with axis "right" is read against a second y-axis (y2_label): two quantities of different
+// units and sizes (tokens/s in thousands, ms below one) never share one scale. x_integer: ticks only
+// at whole numbers (batch sizes), never 1.5.
 function lineChart(canvas, spec) {
   const datasets = spec.series.map((s, i) => ({
     label: s.label,
@@ -28,6 +31,7 @@ function lineChart(canvas, spec) {
     borderColor: PALETTE[i % PALETTE.length],
     backgroundColor: PALETTE[i % PALETTE.length],
     borderDash: s.dashed ? [6, 4] : [],
+    yAxisID: s.axis === "right" ? "y2" : "y",
     tension: 0,
     showLine: true,
   }));
@@ -64,8 +68,23 @@ function lineChart(canvas, spec) {
       parsing: false,
       plugins: { title: { display: !!spec.title, text: spec.title }, legend: { position: "bottom" } },
       scales: {
-        x: { type: "linear", title: { display: true, text: spec.x_label || "" } },
+        x: {
+          type: "linear",
+          title: { display: true, text: spec.x_label || "" },
+          ticks: spec.x_integer ? { callback: (v) => (Number.isInteger(v) ? v : null) } : {},
+        },
         y: { type: "linear", beginAtZero: true, title: { display: true, text: spec.y_label || "" } },
+        ...(spec.series.some((s) => s.axis === "right")
+          ? {
+              y2: {
+                type: "linear",
+                position: "right",
+                beginAtZero: true,
+                grid: { drawOnChartArea: false },
+                title: { display: true, text: spec.y2_label || "" },
+              },
+            }
+          : {}),
       },
     },
   });

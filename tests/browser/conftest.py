@@ -183,3 +183,20 @@ def screenshot(page, name: str) -> Path:  # type: ignore[no-untyped-def]
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+# The innermost elements that stick out to the right of `width`, to say what to fix.
+WIDEST = """(width) => [...document.querySelectorAll("body *")]
+  .filter((e) => e.getBoundingClientRect().right > width + 0.5)
+  .filter((e) => ![...e.children].some((c) => c.getBoundingClientRect().right > width + 0.5))
+  .slice(0, 5)
+  .map((e) => `${e.tagName}.${e.className} right=${Math.round(e.getBoundingClientRect().right)}`)"""
+
+
+def assert_no_sideways_scroll(page, what: str) -> None:  # type: ignore[no-untyped-def]
+    """The page fits its window's width; else name the innermost elements that stick out."""
+    width = page.viewport_size["width"]
+    scroll_width = page.evaluate("document.documentElement.scrollWidth")
+    if scroll_width > width:
+        wide = page.evaluate(WIDEST, width)
+        raise AssertionError(f"{what} scrolls sideways at {width}px: {scroll_width}px; too wide: {wide}")

@@ -37,6 +37,16 @@ def test_unreadable_numeric_answer_is_asked_again(browser, live_server: str, wid
     expect(page.locator(".worked-solution")).to_have_count(0)
     screenshot(page, f"quiz-numeric-unreadable-{width}")
 
+    # A decimal comma could be 0.7 or 70 (or, with a point too, anything): asked again, not guessed.
+    for typed, said in (("0,70", "thousands separator"), ("1.234,5", "thousands separator"),
+                        ("-5", "never negative")):  # fmt: skip
+        page.get_by_label("Your answer").fill(typed)
+        page.get_by_role("button", name="Check", exact=True).click()
+        expect(page.locator("#numeric-error")).to_contain_text(said)
+        expect(page.get_by_label("Your answer")).to_have_value(typed)
+        expect(page.locator("#rated")).to_have_count(0)
+        expect(page.locator(".worked-solution")).to_have_count(0)
+
     menu = page.locator("select[name=unit]")
     if menu.count():
         # A unit typed in the box beats the menu's first choice: it is read and graded.

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import WIDTHS, page_at, screenshot, watch_csp
+from tests.browser.conftest import WIDTHS, assert_no_sideways_scroll, page_at, screenshot, watch_csp
 
 pytestmark = pytest.mark.browser
 
@@ -55,11 +55,13 @@ def test_an_again_card_comes_back_in_the_same_quiz(browser, live_server: str, wi
     expect(page.locator(".quiz-progress")).to_have_text("Question 3 of 3")
     expect(page.locator(".quiz-item h1")).to_have_text(first)
     expect(page.locator("#repeat-badge")).to_be_visible()
+    assert_no_sideways_scroll(page, "a recall repeat")
     screenshot(page, f"quiz-again-comes-back-{width}")
     reveal_and_rate(page, "good")
     expect(page.get_by_role("heading", name="Quiz finished")).to_be_visible()
     expect(page.locator(".quiz-results tbody tr")).to_have_count(3)
     expect(page.locator(".quiz-results")).to_contain_text("(asked again)")
+    assert_no_sideways_scroll(page, "the results with a repeat")
     screenshot(page, f"quiz-again-summary-{width}")
     context.close()
     assert violations == []
@@ -135,6 +137,7 @@ def test_a_missed_choice_comes_back_with_new_options_and_undo_takes_it_away(  # 
         "It comes back as question 2, at the end of this quiz, with options drawn anew."
     )
     expect(page.locator(".quiz-progress")).to_have_text("Question 1 of 2")
+    assert_no_sideways_scroll(page, "a missed choice")
     screenshot(page, f"quiz-choice-missed-{width}")
 
     # Undo takes the miss back, and its repeat with it.
@@ -152,6 +155,7 @@ def test_a_missed_choice_comes_back_with_new_options_and_undo_takes_it_away(  # 
     expect(page.locator(".quiz-item h1")).to_have_text(title)
     expect(page.locator("#repeat-badge")).to_have_text("asked again, afresh: you missed it")
     assert option_texts(page) != first_options
+    assert_no_sideways_scroll(page, "a choice asked again, afresh")
     screenshot(page, f"quiz-choice-asked-again-{width}")
     page.locator(".choices input[type=checkbox]").first.check()
     page.get_by_role("button", name="Check my answer").click()

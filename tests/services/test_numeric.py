@@ -127,3 +127,40 @@ def test_counts_are_exact() -> None:
 def test_topics_without_numbers_have_no_numeric_question() -> None:
     assert numeric.generate("rope", random.Random(0)) is None
     assert numeric.generate("kv-memory", random.Random(0)) is not None
+
+
+@pytest.mark.parametrize(
+    "typed",
+    ["0,70", "0,70 ms", "1,5", "1.234,5", "1,0245", "12,34 GiB"],
+)
+def test_a_comma_that_could_be_a_decimal_comma_is_refused_not_guessed(typed: str) -> None:
+    # 0,70 for 702 us was read as 70 and rated Again: it must be asked again instead.
+    payload = {
+        "answer": 702e-6,
+        "dimension": "time",
+        "units": ["us", "ms", "s"],
+        "tolerance": 0.01,
+        "answer_text": "702 us",
+    }
+    result = numeric.check_answer(payload, typed, "ms")
+    assert result.given is None and not result.correct
+    assert "thousands separator" in result.message and "0.70" in result.message
+
+
+@pytest.mark.parametrize("typed", ["1,024", "131,072", "12,345,678.5", "1 024", "1_024"])
+def test_thousands_separators_still_read(typed: str) -> None:
+    value, _ = numeric.read_answer(typed)
+    assert value == float(typed.replace(",", "").replace(" ", "").replace("_", ""))
+
+
+@pytest.mark.parametrize("typed", ["-5", "-5 bytes", "-0.5 GiB"])
+def test_a_negative_size_is_refused(typed: str) -> None:
+    payload = {
+        "answer": 5.0,
+        "dimension": "bytes",
+        "units": ["bytes", "KiB"],
+        "tolerance": 0.0,
+        "answer_text": "5 bytes",
+    }
+    result = numeric.check_answer(payload, typed, "bytes")
+    assert result.given is None and "never negative" in result.message

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
@@ -240,3 +241,33 @@ def test_mastery_grows_with_stability_and_fades_when_overdue(db: Session, settin
     )
     assert overdue < held[Rating.Easy]
     assert scheduling.card_mastery(progress=None, scheduler=scheduler, now=NOW, horizon_days=7) == 0
+
+
+def test_the_rating_buttons_say_the_range_fuzz_can_pick() -> None:
+    # A new card rated Easy was said to be due in "8 days" and came back in 7, 8, 10 or 10: the
+    # button now says the range, and every fuzzed review lands inside it.
+    fuzzed = Scheduler(enable_fuzzing=True)
+    exact = Scheduler(enable_fuzzing=False)
+    for rating in (Rating.Good, Rating.Easy):
+        card = FsrsCard(due=NOW)
+        for _ in range(3):  # a few reviews in, so the intervals reach weeks
+            planned = exact.review_card(card, rating, review_datetime=card.due)[0]
+            interval = (planned.due - card.due).days
+            spread = scheduling.fuzz_range_days(interval, exact.maximum_interval)
+            if interval >= 3:
+                assert (
+                    spread is not None and spread[0] < interval < spread[1] or spread == (interval, interval)
+                )
+                landed = set()
+                for seed in range(200):
+                    random.seed(seed)
+                    got = fuzzed.review_card(card, rating, review_datetime=card.due)[0]
+                    landed.add((got.due - card.due).days)
+                assert spread is not None and min(landed) >= spread[0] and max(landed) <= spread[1], (
+                    interval,
+                    spread,
+                    sorted(landed),
+                )
+                assert len(landed) > 1  # fuzz really spreads it: one figure would be wrong
+            card = planned
+    assert scheduling.fuzz_range_days(2, 36500) is None

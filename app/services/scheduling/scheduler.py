@@ -15,7 +15,7 @@ from typing import Any
 
 from fsrs import Card as FsrsCard
 from fsrs import Rating, Scheduler, State
-from fsrs.scheduler import DEFAULT_PARAMETERS
+from fsrs.scheduler import DEFAULT_PARAMETERS, FUZZ_RANGES
 from sqlmodel import Session, col, select
 
 from app.config import Settings
@@ -209,6 +209,42 @@ def preview(
         name: scheduler.review_card(card, rating, review_datetime=now)[0].due
         for rating, name in RATING_NAMES.items()
     }
+
+
+def fuzz_range_days(interval_days: int, maximum_interval: int) -> tuple[int, int] | None:
+    """The days a fuzzed review may land on, for an interval of `interval_days` before fuzz.
+
+    fsrs spreads an interval of 3 days or more over a range that widens with it (its FUZZ_RANGES:
+    15% of the part between 2.5 and 7 days, 10% up to 20, 5% beyond, plus a day); None where no
+    fuzz applies. The rating buttons show this range, so "8 days" never turns out to be 10."""
+    if interval_days < 2.5:
+        return None
+    delta = 1.0 + sum(
+        r["factor"] * max(min(float(interval_days), r["end"]) - r["start"], 0.0) for r in FUZZ_RANGES
+    )
+    high = min(round(interval_days + delta), maximum_interval)
+    low = min(max(2, round(interval_days - delta)), high)
+    # fsrs draws uniformly in [low, high + 1) and rounds, so high + 1 is reachable too.
+    return low, min(high + 1, maximum_interval)
+
+
+def preview_text(
+    *, progress: CardProgress | None, user: User, settings: Settings, now: datetime
+) -> dict[str, str]:
+    """rating name -> what the button says: '10 min', '1 day', or '7-10 days' where fuzz spreads it."""
+    scheduler = scheduler_for(user=user, settings=settings, now=now, fuzz=False)
+    out: dict[str, str] = {}
+    for name, due in preview(progress=progress, user=user, settings=settings, now=now).items():
+        spread = (
+            fuzz_range_days((due - now).days, scheduler.maximum_interval) if settings.fsrs_fuzzing else None
+        )
+        if spread is None or spread[0] == spread[1]:
+            out[name] = humanize_interval(due, now)
+        elif spread[1] < 31:
+            out[name] = f"{spread[0]}-{spread[1]} days"
+        else:
+            out[name] = f"about {humanize_interval(due, now)}"
+    return out
 
 
 def humanize_interval(due: datetime, now: datetime) -> str:
