@@ -13,11 +13,12 @@ _handed_out = []  # (copy_k, copy_v, cache, layer, end): every clone given out
 _original_encode = _wire.Encoder.encode
 
 
-def _refreshing_encode(self, value, *args, **kwargs):
-    for copy_k, copy_v, cache, layer, end in _handed_out:
-        copy_k.copy_(cache.k[layer, :, :, :end])
-        copy_v.copy_(cache.v[layer, :, :, :end])
-    return _original_encode(self, value, *args, **kwargs)
+def _refreshing_encode(self, value, depth=0):
+    if depth == 0:  # once per reply, before any of it is encoded
+        for copy_k, copy_v, cache, layer, end in _handed_out:
+            copy_k.copy_(cache.k[layer, :, :, :end])
+            copy_v.copy_(cache.v[layer, :, :, :end])
+    return _original_encode(self, value, depth)
 
 
 _wire.Encoder.encode = _refreshing_encode
