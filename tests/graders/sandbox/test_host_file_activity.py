@@ -1,4 +1,5 @@
-"""A submission may not watch the host's files: inotify and fanotify are refused by seccomp."""
+"""What a submission may not do to the host: watch its files (inotify, fanotify), or crash the grader
+with a forged reply."""
 
 from __future__ import annotations
 
@@ -32,3 +33,20 @@ def test_inotify_and_fanotify_are_refused() -> None:
         "SEEN [('fanotify_init', 'refused'), ('inotify_init', 'refused'), ('inotify_init1', 'refused')]"
         in (result.output)
     ), result.output
+
+
+FORGED_FRAME = """
+import sys
+wire = sys.modules["graders.sandbox.wire"]
+FORGED = {"$": "tensor", "dtype": "float32", "shape": [2**40, 2**40, 0], "offset": 0, "nbytes": 0}
+wire.encode = lambda value, keep=None: (FORGED, [])
+
+def add(a, b):
+    return a + b
+"""
+
+
+def test_a_forged_reply_shape_gets_a_verdict_not_a_grader_failure() -> None:
+    result = grade(FAKE_SLUG, FORGED_FRAME)
+    assert result.verdict.value == "error", result.to_json()
+    assert "sent back something unreadable" in str(result.to_json()), result.to_json()
