@@ -62,7 +62,7 @@ def remove_leftovers(root: str | None = None) -> list[str]:
     name carries the pid of the process that made it: when no such process runs and the folder
     is ours (same uid), nothing uses it any more. Returns the paths removed."""
     root = root or tempfile.gettempdir()
-    removed = []
+    removed: list[str] = []
     try:
         names = os.listdir(root)
     except OSError:
