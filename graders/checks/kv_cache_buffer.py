@@ -18,6 +18,11 @@ update returns is also kept in the submission's process (keep="both"), every dec
 script ends by writing its last position again (a rejected draft token), and at the end
 of each replay every pair returned since the last reorder is read back and must show the
 buffer as it is now.
+
+Those read-backs go through the submission's own process, which a submission can patch, so
+they explain a failure but cannot pass one alone: one test also holds 64 returned pairs and
+asks the kernel how much memory the process holds (graders/sandbox/outside.py); copies of
+the returned positions show there as tens of MiB, views as nothing.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ from graders.checks.kv_cache_buffer_mistakes import (  # noqa: F401 - names the 
 )
 from graders.checks.report import CheckReport, Mismatch, close, explain_difference, run_test
 from graders.reference.kv_cache import KVCache
+from graders.sandbox import outside
 from graders.sandbox.protocol import Handle, Keep, Session, SubmissionError
 from graders.wording import exception_text
 
@@ -295,6 +301,43 @@ def _test_views(report: CheckReport, session: Session, rng: _Rng, dims: Dims) ->
         )
 
 
+def _test_views_cost_nothing(report: CheckReport, session: Session, rng: _Rng) -> None:
+    """Holding every pair update returned must cost no memory, by the kernel's count (outside.py).
+
+    The behavioural checks above read the held pairs back through the submission's own process,
+    which a submission can patch (refresh each copy just before it is encoded). What it cannot
+    patch is the kernel's count of the memory its process holds: views share the buffer, while
+    n copies of t positions hold n * t positions more. The buffer is written whole before the
+    watch starts (its pages resident), then `steps` one-position updates each keep their pair.
+    """
+    dims = Dims(1, 1, 4, 512, 64)  # 1 KiB a position for k, as much for v
+    watch = session.peak_watch()
+    assert watch is not None, "run() adds this test only where the kernel's count is available"
+    cache = _new_cache(session, dims)
+    whole = rng.update(dims, 0, 0, dims.max_len)
+    _method(session, cache, "update", 0, whole.k, whole.v, 0, keep=True)
+    start, steps = rng.py.randint(240, 320), 64
+    per_position = 2 * dims.batch * dims.n_heads * dims.head_dim * 4
+    buffer_bytes = dims.max_len * per_position
+    copies_bytes = sum(t + 1 for t in range(start, start + steps)) * per_position
+    with watch:
+        for t in range(start, start + steps):
+            op = rng.update(dims, 0, t, 1)
+            _method(session, cache, "update", 0, op.k, op.v, t, keep=True)  # the pair stays there
+    budget = outside.SLACK_BYTES + 2 * buffer_bytes
+    if watch.above_floor <= budget:
+        return
+    mib = 1 << 20
+    report.diagnose(COPY)
+    raise Mismatch(
+        f"{COPY}: with the {steps} pairs of {steps} updates (start={start}..{start + steps - 1}, {dims}) "
+        f"still held, the kernel counted {watch.above_floor / mib:.1f} MiB held by your code's process "
+        f"beyond what it held before your code was loaded; views of the {buffer_bytes / mib:.1f} MiB "
+        f"buffer fit in {budget / mib:.1f} MiB, copies of the returned positions "
+        f"take {copies_bytes / mib:.1f} MiB (slice the preallocated buffer, don't clone or cat)"
+    )
+
+
 def _expect_value_error(
     report: CheckReport, session: Session, dims: Dims, op: Update, mistake: str, filled: int
 ) -> None:
@@ -352,6 +395,12 @@ def run(session: Session, seed: int | None = None) -> CheckReport:
         "update returns views into one preallocated buffer (earlier k_all see later writes)",
         partial(_test_views, report, session, rng, dims),
     )
+
+    if session.peak_watch() is not None:  # only from outside the process (not in-process tests)
+        check(
+            "holding every pair update returns costs no memory (the kernel counts the process's memory)",
+            partial(_test_views_cost_nothing, report, session, rng),
+        )
 
     def fills_to_max_len() -> None:
         script = _decode_script(rng, dims, dims.max_len - 2, 2)

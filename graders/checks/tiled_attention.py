@@ -11,12 +11,18 @@ graders/sandbox/footprint.py's recorder, which reports the largest floating-poin
 call built, and wherever the full score matrix would be bigger than the allowance
 (B * H * max(Tq * block_size, (Tk + block_size) * hd, Tq * hd): a block of scores, a padded
 copy of k or v, the running output) a call that went over it fails, saying so in words.
+That recorder runs in the submission's process, so it can only fail a call, never pass one:
+around every call the grader also reads the kernel's peak of the process's resident memory
+(graders/sandbox/outside.py), and a call whose peak beyond the unloaded process exceeds
+resident_budget() fails whatever the recorder said. One test (Tq = Tk around 2,000, a
+full score matrix of 12-20 MiB) is sized so that this budget decides it.
 merge_attention is compared on parts split from one attention, with empty parts and huge
 log-sum-exps.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 from collections.abc import Callable
@@ -36,6 +42,8 @@ from graders.checks.attention_common import (
 )
 from graders.checks.report import CheckReport, Mismatch, run_test
 from graders.reference.tiled import attention_fused, causal_visible, merge_attention
+from graders.sandbox import outside
+from graders.sandbox.outside import PeakWatch
 from graders.sandbox.protocol import Session
 
 SLUG = "tiled-attention"
@@ -186,17 +194,52 @@ def allowance(B: int, H: int, Tq: int, Tk: int, hd: int, block_size: int) -> int
     return B * H * max(Tq * block_size, (Tk + block_size) * hd, Tq * hd)
 
 
+def resident_budget(B: int, H: int, Tq: int, Tk: int, hd: int, allowed: int) -> int:
+    """Bytes the call may hold at its peak beyond the process before its code was loaded: the
+    inputs and output twice over (as received and as made), a few tensors of the allowance, and
+    the measurement's slack. A full score matrix is over it once it is a few times the slack."""
+    io = 4 * B * H * (2 * Tq + 2 * Tk) * hd  # float32 q, k, v and the output
+    return outside.SLACK_BYTES + 2 * io + 4 * 4 * allowed
+
+
+def _expect_resident_within(
+    report: CheckReport, watch: PeakWatch, what: str, B: int, H: int, Tq: int, Tk: int, hd: int, allowed: int
+) -> None:
+    """Fail when the kernel saw the process hold more than the budget during the call.
+
+    This decides the verdict whatever the process reported about itself (the largest tensor its
+    recorder saw explains a failure, it never passes one): the submission cannot reach /proc."""
+    budget = resident_budget(B, H, Tq, Tk, hd, allowed)
+    if watch.above_floor <= budget:
+        return
+    mib = 1 << 20
+    sentence = (
+        f"{FULL_SCORES}: while it ran, the kernel counted {watch.above_floor / mib:.1f} MiB of memory "
+        f"held by your code's process beyond what it held before your code was loaded, while the full "
+        f"score matrix here (B x H x Tq x Tk = {B * H * Tq * Tk:,} float32) is "
+        f"{4 * B * H * Tq * Tk / mib:.1f} MiB and blocks of Tq x block_size scores, the inputs and "
+        f"the output fit in {budget / mib:.1f} MiB; "
+        "tiled attention must never hold more than Tq x block_size scores per (batch, head) at once"
+    )
+    report.diagnose(sentence)
+    raise Mismatch(f"{what}: your code {sentence}")
+
+
 def _call_tiled(
     session: Session, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_size: int, causal: bool | None,
     report: CheckReport, what: str,
 ) -> torch.Tensor:  # fmt: skip
     """Call tiled_attention (causal left out when None), measured; Mismatch when it built the full scores."""
     kwargs = {} if causal is None else {"causal": causal}
+    watch = session.peak_watch()
     with submission_context(f"{what}: q {tuple(q.shape)}, k {tuple(k.shape)}, block_size={block_size}"):
-        got, largest = session.call_measured(ENTRY_POINT, q, k, v, block_size, **kwargs)
+        with watch or contextlib.nullcontext():
+            got, largest = session.call_measured(ENTRY_POINT, q, k, v, block_size, **kwargs)
     B, H, Tq, hd = q.shape
     Tk = k.shape[-2]
     allowed = allowance(B, H, Tq, Tk, hd, block_size)
+    if watch is not None and block_size < Tk:
+        _expect_resident_within(report, watch, what, B, H, Tq, Tk, hd, allowed)
     if block_size < Tk and B * H * Tq * Tk > allowed and largest > allowed:
         what_it_is = FULL_SCORES if largest >= Tq * Tk else BIGGER_THAN_A_BLOCK
         sentence = (
@@ -365,6 +408,14 @@ def run(session: Session, seed: int | None = None) -> CheckReport:
         report,
         "huge scores (up to hundreds, exact in float32 on a 1/64 grid, hd=4) never overflow, block_size=5",
         _tiled_test(session, report, q, k, v, 5, None, not_finite=OVERFLOW),
+    )
+    T = rng.randrange(1800, 2300)  # a full score matrix of 12-20 MiB: far above the kernel's budget
+    q, k, v = randn(gen, 1, 1, T, 8), randn(gen, 1, 1, T, 8), randn(gen, 1, 1, T, 8)
+    run_test(
+        report,
+        f"never holds the full score matrix: the kernel measures the process's peak memory, Tq=Tk={T}, "
+        "block_size=64",
+        _tiled_test(session, report, q, k, v, 64, False),
     )
     q, k, v = randn(gen, 1, 1, 384, 8), randn(gen, 1, 1, 384, 8), randn(gen, 1, 1, 384, 8)
     run_test(

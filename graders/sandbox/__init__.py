@@ -37,6 +37,8 @@ What it protects against
   /dev/shm (POSIX shared memory) is an empty read-only folder in its mount namespace and
   out of Landlock's grant. Its temporary folder is its own tmpfs, gone with its mount
   namespace; the server's own folders go when the app stops (also on SIGTERM).
+- Watching the host's files: inotify and fanotify are refused (seccomp), so activity on the
+  database, the app's folders or another submission's files is out of its sight.
 - Starting processes, running programs, opening sockets (not even unix ones: a database's
   socket file is reachable whatever the network namespace), ptrace and similar (seccomp, a
   network namespace, Landlock's TCP rules); anything it might still have started dies with

@@ -52,6 +52,41 @@ _APPLICABLE_ONLY_UNPRIVILEGED = {"userns"}
 DEFAULT_UID_BASE, DEFAULT_UID_COUNT = 61440, 1024  # app/config.py: sandbox_uid_base, sandbox_uid_count
 
 
+SERVER_PREFIX, WORK_PREFIX = "kvprep-sandbox-", "kvprep-submissions-"  # then the owner's pid
+
+
+def remove_leftovers(root: str | None = None) -> list[str]:
+    """Remove the sandbox folders that a process of ours, now gone, left in the temp folder.
+
+    A client removes its folders when it stops; one killed with SIGKILL cannot. Each folder's
+    name carries the pid of the process that made it: when no such process runs and the folder
+    is ours (same uid), nothing uses it any more. Returns the paths removed."""
+    root = root or tempfile.gettempdir()
+    removed: list[str] = []
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return removed
+    for name in names:
+        prefix = next((p for p in (SERVER_PREFIX, WORK_PREFIX) if name.startswith(p)), None)
+        owner = name[len(prefix) :].split("-", 1)[0] if prefix else ""
+        if not owner.isdigit():
+            continue
+        path = os.path.join(root, name)
+        try:
+            if os.lstat(path).st_uid != os.geteuid() or not os.path.isdir(path) or os.path.islink(path):
+                continue
+            os.kill(int(owner), 0)
+            continue  # its maker (or a process that took its pid) still runs: leave it
+        except ProcessLookupError:
+            pass
+        except (PermissionError, OSError):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
 def _env_int(name: str, default: int) -> int:
     value = os.environ.get(name, "").strip()
     return int(value) if value.isdigit() else default
@@ -109,8 +144,9 @@ class ForkServerClient:
             self._start_locked()
 
     def _start_locked(self) -> None:
-        self._dir = tempfile.mkdtemp(prefix="kvprep-sandbox-")
-        self._work = tempfile.mkdtemp(prefix="kvprep-submissions-")
+        remove_leftovers()
+        self._dir = tempfile.mkdtemp(prefix=f"{SERVER_PREFIX}{os.getpid()}-")
+        self._work = tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-")
         os.chmod(self._work, 0o711)
         cmd = [
             sys.executable, "-s", "-m", "graders.sandbox.forkserver",

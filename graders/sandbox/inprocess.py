@@ -108,6 +108,10 @@ class InProcessSession:
             pending.reject(exc)
         return pending
 
+    def peak_watch(self) -> None:
+        """None: the submission shares this process, so nothing about it can be measured apart."""
+        return None
+
     def call_measured(
         self, target: str | Handle, *args: Any, keep: bool = False, **kwargs: Any
     ) -> tuple[Any, int]:

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from graders.sandbox.outside import PeakWatch
 
 Keep = bool | Literal["both"]  # Session.call: send the result, keep it (a Handle), or both
 
@@ -141,6 +144,11 @@ class Session(Protocol):
     ) -> tuple[Any, int]:
         """`call`, measured: (result, the most floating-point elements any one tensor or NumPy array
         the call allocated held). See graders/sandbox/footprint.py for what it counts."""
+
+    def peak_watch(self) -> PeakWatch | None:
+        """A `with` block measuring the kernel's peak of the submission process's resident memory,
+        above what it held before its code was loaded (graders/sandbox/outside.py); None where it
+        cannot be measured from outside (the in-process backend, no /proc)."""
 
     def call_and_storages(self, target: Handle, *args: Any, of: Handle) -> tuple[Any, list[tuple[int, int]]]:
         """`call(target, *args)`, then `storages(of)`, in one round trip."""

@@ -47,6 +47,8 @@ SYSCALLS = {
     "semop": 65, "semctl": 66, "semtimedop": 220, "msgget": 68, "msgsnd": 69, "msgrcv": 70,
     "msgctl": 71, "mq_open": 240, "mq_unlink": 241, "mq_timedsend": 242, "mq_timedreceive": 243,
     "mq_notify": 244, "mq_getsetattr": 245,
+    "inotify_init": 253, "inotify_add_watch": 254, "inotify_rm_watch": 255, "inotify_init1": 294,
+    "fanotify_mark": 301,
 }  # fmt: skip
 
 # Refused outright with EPERM (clone3 with ENOSYS, so that glibc falls back to clone for threads).
@@ -66,6 +68,9 @@ DENIED = [
     "shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop", "msgget",
     "msgsnd", "msgrcv", "msgctl", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive",
     "mq_notify", "mq_getsetattr",
+    # Watching files: inotify reports activity on any file the process may look up (the
+    # database being written, another submission's folder), whatever Landlock lets it open.
+    "inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch", "fanotify_mark",
 ]  # fmt: skip
 
 AUDIT_ARCH_X86_64 = 0xC000003E

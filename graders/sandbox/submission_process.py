@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from graders.limits import Limits
-from graders.sandbox import wire
+from graders.sandbox import outside, wire
 from graders.sandbox.protocol import (
     Handle,
     Keep,
@@ -79,6 +79,7 @@ class SandboxSession:
         self._failure: LimitExceeded | None = None
         self._final_output: str | None = None
         self.closed = False
+        self.unloaded_rss: int | None = None  # load() measures it
         # setitem and new_dict requests not sent yet: they go out with the next request, in one round trip
         # (graders/sandbox/runtime.py "batch"), their tensors in that request's payload.
         self._pending: list[dict[str, Any]] = []
@@ -98,7 +99,23 @@ class SandboxSession:
 
     def load(self, code: str) -> None:
         """Run the code as module `submission` (file submission.py); LoadError with the message and line."""
+        try:  # what the process holds before the code runs: the floor of peak_watch()
+            self.unloaded_rss = outside.resident(self.pid)[0]
+        except outside.NotMeasurable:
+            self.unloaded_rss = None
         self._request({"op": "load", "code": code})
+
+    def peak_watch(self) -> outside.PeakWatch | None:
+        """The kernel's peak of this child's resident memory over a `with` block, above its
+        resident memory before the code was loaded (graders/sandbox/outside.py); None where the
+        kernel does not give it."""
+        if self.unloaded_rss is None:
+            return None
+        try:
+            outside.resident(self.pid)
+        except outside.NotMeasurable:
+            return None
+        return outside.PeakWatch(self.pid, floor=self.unloaded_rss)
 
     def has(self, name: str) -> bool:
         return bool(self._request({"op": "has", "name": name}))

@@ -39,6 +39,9 @@ from graders.sandbox.protocol import Handle
 PREFIX = struct.Struct("<II")
 MAX_DEPTH = 32
 MAX_DIMS = 16
+# The most elements a decoded array may claim, counting a 0-sized dimension as 1: torch and
+# NumPy compute strides from these, and [2**40, 2**40, 0] (no bytes at all) would overflow them.
+MAX_ELEMENTS = 1 << 40
 MAX_HEADER_BYTES = 8 * 1024 * 1024
 IOV_MAX = 1024  # buffers one sendmsg takes (Linux's UIO_MAXIOV)
 
@@ -264,7 +267,9 @@ def encode(value: Any, keep: Callable[[Any], Handle] | None = None) -> tuple[Any
 
 def _shape(raw: Any) -> list[int]:
     if type(raw) is not list or len(raw) > MAX_DIMS or any(type(n) is not int or n < 0 for n in raw):
-        raise WireError(f"bad shape {raw!r}")
+        raise WireError(f"bad shape {str(raw)[:200]}")
+    if math.prod(max(n, 1) for n in raw) > MAX_ELEMENTS:  # every field bounded before any use
+        raise WireError(f"shape {str(raw)[:200]} is too large")
     return raw
 
 

@@ -4,6 +4,8 @@ Two sources:
   - tests/graders/cases/<slug>/<case>.py, each starting with header comments:
         # expect: passed | failed | error | timeout | memory_limit
         # diagnosis: a phrase the diagnosis or a failed test's message must contain (optional, repeatable)
+        # outside-only: why (optional) - the verdict rests on a measurement taken from outside the
+          submission's process (graders/sandbox/outside.py), which only the sandbox harness can take
   - questions/challenges/<slug>/solution.py (must pass) and starter.py (must fail, with the phrases in
     STARTER_DIAGNOSIS): read where users see them, so there is no copy to drift.
 """
@@ -62,6 +64,13 @@ class Case:
         expect = re.search(r"^# expect: (\w+)", text, re.M)
         assert expect, f"{self.path} has no '# expect:' header"
         return expect.group(1), re.findall(r"^# diagnosis: (.+)$", text, re.M)
+
+    @property
+    def outside_only(self) -> bool:
+        """The case forges what the child reports about itself: only the sandbox can judge it."""
+        return self.path.parent != CHALLENGES / self.slug and bool(
+            re.search(r"^# outside-only:", self.path.read_text(), re.M)
+        )
 
 
 def golden_cases() -> list[Case]:

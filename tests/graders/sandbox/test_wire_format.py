@@ -58,6 +58,9 @@ def test_answers_encoded_apart_decode_from_one_payload_once_shifted() -> None:
         tensor_entry(shape=[-1, -2]),
         tensor_entry(shape="2"),
         tensor_entry(shape=[1] * 40),
+        tensor_entry(shape=[2**40, 2**40, 0], nbytes=0),  # no bytes, but strides that overflow
+        {"$": "ndarray", "dtype": "float32", "shape": [2**40, 2**40, 0], "offset": 0, "nbytes": 0},
+        tensor_entry(shape=[2**70], nbytes=0),
         {"$": "ndarray", "dtype": "O", "shape": [1], "offset": 0, "nbytes": 8},
         {"$": "pickle", "data": "gASVAAAAAAAAAAA="},
         {"$": "torch.dtype", "name": "complex64"},
