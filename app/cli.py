@@ -112,6 +112,16 @@ def _serve(args: argparse.Namespace) -> int:
     except ContentError as exc:
         print(f"refusing to start: {exc}", file=sys.stderr)
         return 1
+    if not settings.redis_url and settings.embedded_queue == "sqlite" and settings.grading_workers > 0:
+        from app.services.embedded_queue import QueueOfAnotherDatabase, check_queue_owner
+
+        try:  # said here, in one line, before uvicorn starts (its lifespan refuses too)
+            lock = check_queue_owner(settings.queue_file, settings.database_url)
+        except QueueOfAnotherDatabase as exc:
+            print(f"refusing to start: {exc}", file=sys.stderr)
+            return 1
+        if lock is not None:
+            lock.release()
     migrate()
     if settings.sync_content_on_start:
         # Synced once here, before the server processes start: N processes syncing at once collide.
@@ -168,7 +178,8 @@ def _worker(args: argparse.Namespace) -> int:
 
     topics = {c.slug: c.meta.topics for c in load_catalog(settings.content_root).challenges}
     queue = build_queue(settings, get_engine(), topics)
-    LabJobs(queue.huey, get_engine(), settings)  # lab runs share the queue: any worker may launch one
+    # Lab runs share the queue: each worker dispatches them, one child at a time per machine.
+    queue.companions.append(LabJobs(queue.huey, get_engine(), settings))
     FitJobs(queue.huey, settings)  # so do personal FSRS fits
     queue.run_worker(args.threads)
     return 0

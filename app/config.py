@@ -6,12 +6,14 @@ or a `.env` file.
 
 from __future__ import annotations
 
+import hashlib
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
 from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
 
 from graders.limits import Limits
 
@@ -64,11 +66,12 @@ class Settings(BaseSettings):
     queue_name: str = "kvprep"
     # The embedded queue's store when REDIS_URL is empty: a SQLite file, or "memory" (tests).
     embedded_queue: Literal["sqlite", "memory"] = "sqlite"
+    # Left unset, it is named after the database it serves (see derived_path), so two servers on
+    # two databases never share a queue: `<database>.grading-queue.sqlite3` beside a SQLite file.
     queue_file: Path = ROOT / "var" / "grading-queue.sqlite3"
-    # Processes of this server (`kvprep serve --workers N` sets it). Above one, without REDIS_URL,
-    # rate limits are counted in `ratelimit_file` so every process sees the same counts.
+    # Processes of this server (`kvprep serve --workers N` sets it). Rate limits are counted in
+    # the database itself (or Redis), so every process, and a restarted one, sees the same counts.
     server_processes: int = 1
-    ratelimit_file: Path = ROOT / "var" / "rate-limits.sqlite3"
     # Grading threads in the app process (0 = none: `kvprep worker` processes do the grading).
     # Two match the 2 cores; the sandbox's children each run single-threaded torch.
     grading_workers: int = 2
@@ -97,6 +100,15 @@ class Settings(BaseSettings):
     max_code_bytes: int = 64 * 1024
     # Submissions per user per minute before 429 with Retry-After.
     submissions_per_minute: int = 30
+    # The challenge page's Run: per client address per minute (a cookieless script is a new
+    # visitor each time, so the per-visitor count alone bounds nothing), besides the per-visitor
+    # count at submissions_per_minute.
+    runs_per_address_per_minute: int = 20
+    # Sandbox slots for Runs, apart from the grading_workers slots submissions use: Runs never
+    # take a slot a submission needs. A Run that finds none free within run_slot_wait_s is
+    # refused (429) rather than queued behind the others.
+    run_slots: int = 1
+    run_slot_wait_s: float = 5.0
     # The sandbox's limits for one submission (graders/limits.py documents how each is enforced):
     # wall clock and CPU seconds, memory, and how much it may print (CONTRACT.md defaults).
     grade_wall_seconds: float = 10.0
@@ -105,15 +117,23 @@ class Settings(BaseSettings):
     grade_output_kib: int = 1024
 
     # The lab (app/lab): each run is a niced child process on this many torch threads, stopped at
-    # the time limit, one at a time per machine (an flock on the lock file); a running job that
-    # has not reported for lab_stale_s is shown as failed (its child died).
+    # the time limit, one at a time per machine (an flock on the lock file, named after the
+    # database when unset); a running job that has not reported for lab_stale_s is failed (its
+    # child died). Runs wait in the database, not as processes: a child starts only when it runs.
     lab_threads: int = 1
     lab_time_limit_s: float = 600.0
     lab_nice: int = 10
     lab_lock_file: Path = ROOT / "var" / "lab.lock"
     lab_stale_s: float = 90.0
-    # Lab runs per user per hour (a full run keeps a core busy for a minute or two).
+    # How often the lab's dispatcher looks for queued runs when nothing woke it (seconds).
+    lab_poll_s: float = 2.0
+    # Lab runs per signed-in user per hour (a full run keeps a core busy for a minute or two).
     lab_runs_per_hour: int = 10
+    # Guests (no account) share a small budget per client address: runs per hour.
+    lab_guest_runs_per_address_per_hour: int = 3
+    # Lab runs queued or running at once: in all, and from one client address.
+    lab_max_pending: int = 8
+    lab_max_pending_per_address: int = 2
     # As root each sandboxed child runs under a uid of its own, taken from these: uids
     # sandbox_uid_base .. sandbox_uid_base + sandbox_uid_count - 1, none of them a real user's.
     # Every fork server (one per web or `kvprep worker` process, so one per `--workers`
@@ -124,13 +144,15 @@ class Settings(BaseSettings):
     sandbox_uid_count: int = Field(default=1024, ge=64, le=2**20)
 
     def grader_limits(self) -> Limits:
-        """The sandbox limits these settings describe; one child per grading worker thread."""
+        """The sandbox limits these settings describe: one child per grading worker thread, plus
+        the Runs' own slots (app/services/challenge_runs.py caps Runs at run_slots, so the
+        grading threads always find theirs)."""
         return Limits(
             wall_seconds=self.grade_wall_seconds,
             cpu_seconds=self.grade_cpu_seconds,
             memory_bytes=self.grade_memory_mib * 2**20,
             output_bytes=self.grade_output_kib * 2**10,
-            worker_slots=max(1, self.grading_workers),
+            worker_slots=max(1, self.grading_workers) + max(1, self.run_slots),
         )
 
     # Accounts: log-in attempts per minute for one email from one client address (429 beyond);
@@ -178,6 +200,26 @@ class Settings(BaseSettings):
         if self.environment != "development" and self.secret_key == DEV_SECRET:
             raise ValueError("KVPREP_SECRET_KEY must be set outside development")
         return self
+
+    @model_validator(mode="after")
+    def _name_files_after_the_database(self) -> Settings:
+        # Files that serve one database are named by it unless set: two servers started from one
+        # checkout on two databases would otherwise share a queue (and grade into the wrong one).
+        if "queue_file" not in self.model_fields_set:
+            self.queue_file = self.derived_path("grading-queue.sqlite3")
+        if "lab_lock_file" not in self.model_fields_set:
+            self.lab_lock_file = self.derived_path("lab.lock")
+        return self
+
+    def derived_path(self, suffix: str) -> Path:
+        """A file that belongs to this database: beside a SQLite file (`<file>.<suffix>`), else in
+        var/ under a digest of the database's URL (its password left out)."""
+        url = self.database_url
+        if url.startswith("sqlite:///") and url.removeprefix("sqlite:///") not in ("", ":memory:"):
+            path = Path(url.removeprefix("sqlite:///"))
+            return path.with_name(f"{path.name}.{suffix}")
+        digest = hashlib.sha256(make_url(url).render_as_string(hide_password=True).encode()).hexdigest()
+        return ROOT / "var" / f"db-{digest[:16]}.{suffix}"
 
     @property
     def production(self) -> bool:

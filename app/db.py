@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from collections.abc import Iterator
 from functools import lru_cache
@@ -54,15 +55,33 @@ def check_sqlite_files(settings: Settings) -> None:
             check_sqlite_file(Path(path), "database (DATABASE_URL)")
     if not settings.redis_url and settings.embedded_queue == "sqlite":
         check_sqlite_file(settings.queue_file, "grading queue (KVPREP_QUEUE_FILE)")
-    if not settings.redis_url:
-        check_sqlite_file(settings.ratelimit_file, "rate-limit counts (KVPREP_RATELIMIT_FILE)")
+
+
+def private_file(path: Path) -> None:
+    """Create `path` readable by its owner alone (0600), or make it so, with SQLite's side files.
+
+    Created first by us, so SQLite opens rather than creates it; SQLite gives the -wal and -shm
+    files the database file's mode. Files of another owner are left as they are.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    for each in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        with contextlib.suppress(FileNotFoundError, PermissionError):
+            if each.stat().st_mode & 0o077:
+                os.chmod(each, 0o600)
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a sqlite:/// URL; None for another database or an in-memory one."""
+    path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else ""
+    return Path(path) if path and path != ":memory:" else None
 
 
 def make_engine(url: str, busy_timeout_s: float = 30.0) -> Engine:
     if url.startswith("sqlite"):
-        path = url.removeprefix("sqlite:///")
-        if path and path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        path = sqlite_path(url)
+        if path is not None:
+            private_file(path)
         # SQLite connections are only open files: keep them all rather than open and close the
         # overflow per request (opening one, with its pragmas, was a tenth of a page under load).
         engine = create_engine(
@@ -107,6 +126,7 @@ def alembic_config(url: str) -> Config:
 def migrate(url: str | None = None) -> None:
     """Bring the database schema to the latest revision."""
     url = url or get_settings().database_url
-    if url.startswith("sqlite:///"):
-        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    path = sqlite_path(url)
+    if path is not None:
+        private_file(path)
     command.upgrade(alembic_config(url), "head")

@@ -80,7 +80,16 @@ LoginIpLimiter = Annotated[RateLimiter, Depends(_from_state("login_ip_limiter"))
 LoginEmailLimiter = Annotated[RateLimiter, Depends(_from_state("login_email_limiter"))]
 SignupLimiter = Annotated[RateLimiter, Depends(_from_state("signup_limiter"))]
 LabLimiter = Annotated[RateLimiter, Depends(_from_state("lab_limiter"))]
+# Lab runs of guests (no account), counted per client address.
+LabGuestLimiter = Annotated[RateLimiter, Depends(_from_state("lab_guest_limiter"))]
+# The challenge page's Runs, counted per client address.
+RunIpLimiter = Annotated[RateLimiter, Depends(_from_state("run_ip_limiter"))]
 GuestLimiter = Annotated[RateLimiter, Depends(_from_state("guest_limiter"))]
+
+
+def client_address(request: Request) -> str:
+    """The client's address, as the per-address limits count it (a trusted proxy's word, else the peer)."""
+    return request.client.host if request.client else "unknown"
 
 
 def find_user(request: Request, session: SessionDep) -> User | None:
@@ -125,8 +134,7 @@ def current_user(request: Request, session: SessionDep, limiter: GuestLimiter) -
     # The session may be stale (two tabs): look once before creating.
     user = session.exec(select(User).where(User.guest_token == token)).first()
     if user is None:
-        host = request.client.host if request.client else "unknown"
-        wait = limiter.hit(f"guest:ip:{host}")
+        wait = limiter.hit(f"guest:ip:{client_address(request)}")
         if wait:
             raise HTTPException(
                 429,

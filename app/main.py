@@ -56,6 +56,7 @@ from app.services.guests import purge_idle_guests
 from app.services.personal_fsrs import FitJobs
 from app.services.personal_pages import PersonalPages
 from app.services.ratelimit import RateLimiter
+from app.services.ratelimit_db import DatabaseStorage
 from app.services.site import load_site_content
 from app.services.verdict_waits import VerdictWaits
 from app.static_assets import HashedStaticFiles
@@ -100,6 +101,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.grading.on_done = app.state.verdict_waits.notify
             # Lab runs go through the same queue; its workers only launch their child processes.
             app.state.lab = LabJobs(app.state.grading.huey, app.state.engine, settings)
+            app.state.grading.companions.append(app.state.lab)  # dispatched where the queue is consumed
             # So do personal FSRS fits (app/services/personal_fsrs.py).
             app.state.fsrs_fits = FitJobs(app.state.grading.huey, settings)
             if settings.grading_workers > 0:
@@ -133,11 +135,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.settings = settings
-    # Rate limits live in Redis when there is one, else in a SQLite file when several processes
-    # serve: every process counts together. One process alone counts in memory.
-    limits_storage = settings.redis_url or "memory://"
-    if not settings.redis_url and settings.server_processes > 1:
-        limits_storage = f"kvprep-sqlite://{settings.ratelimit_file}"
+    # The app's own engine, disposed when it shuts down.
+    app.state.engine = make_engine(settings.database_url, settings.sqlite_busy_timeout_s)
+    # Rate limits live in Redis when there is one, else in the database: every process of the
+    # server counts together, and a restart forgets nothing.
+    limits_storage: str | DatabaseStorage = settings.redis_url or DatabaseStorage(app.state.engine)
     app.state.submit_limiter = RateLimiter(f"{settings.submissions_per_minute}/minute", limits_storage)
     app.state.login_limiter = RateLimiter(f"{settings.login_attempts_per_minute}/minute", limits_storage)
     app.state.login_ip_limiter = RateLimiter(
@@ -148,9 +150,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.signup_limiter = RateLimiter(f"{settings.signups_per_hour}/hour", limits_storage)
     app.state.lab_limiter = RateLimiter(f"{settings.lab_runs_per_hour}/hour", limits_storage)
+    app.state.lab_guest_limiter = RateLimiter(
+        f"{settings.lab_guest_runs_per_address_per_hour}/hour", limits_storage
+    )
+    app.state.run_ip_limiter = RateLimiter(f"{settings.runs_per_address_per_minute}/minute", limits_storage)
     app.state.guest_limiter = RateLimiter(f"{settings.guests_per_hour}/hour", limits_storage)
     app.state.verdict_waits = VerdictWaits()
-    app.state.challenge_runs = RunsInProgress()  # at most one Run per visitor at a time
+    # At most one Run per visitor at a time, and run_slots Runs in all (their own sandbox slots).
+    app.state.challenge_runs = RunsInProgress(settings.run_slots)
     app.state.personal_pages = PersonalPages()  # each user's dashboard, until their data moves
     # The app's own engine, disposed when it shuts down.
     app.state.engine = make_engine(settings.database_url, settings.sqlite_busy_timeout_s)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -255,6 +255,8 @@ class LabRun(SQLModel, table=True):
     started_at: datetime | None = None  # when the job got this machine's lab lock
     heartbeat_at: datetime | None = None  # the job's last progress report: a stale one means it died
     finished_at: datetime | None = None
+    # The client address that asked for it: the lab caps runs queued or running per address.
+    client_address: str | None = Field(default=None, max_length=64, index=True)
 
 
 # One fit of a user's FSRS parameters to their review log, done by a background job.
@@ -269,3 +271,15 @@ class FsrsFit(SQLModel, table=True):
     started_at: datetime | None = None
     finished_at: datetime | None = None
     seconds: float | None = None  # how long the optimizer ran
+
+
+# One counted event of a rate limit (app/services/ratelimit_db.py), in the database so that every
+# process of a server, and a restarted one, count together. `at` and `expires` are Unix times.
+class RateLimitHit(SQLModel, table=True):
+    __tablename__ = "rate_limit_hit"
+    __table_args__ = (Index("ix_rate_limit_hit_key_at", "key", "at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    key: str = Field(max_length=250)
+    at: float
+    expires: float = Field(index=True)

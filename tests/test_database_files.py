@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
-from app.config import Settings
-from app.db import DatabaseFileError, check_sqlite_file, check_sqlite_files
+from app.config import ROOT, Settings
+from app.db import DatabaseFileError, check_sqlite_file, check_sqlite_files, make_engine, migrate
+from app.services.embedded_queue import make_embedded_huey
 
 KVPREP = [sys.executable, "-m", "app.cli"]
 
@@ -82,11 +85,27 @@ def test_healthy_missing_and_empty_files_pass(tmp_path: Path) -> None:
     check_sqlite_file(healthy, "database")
     check_sqlite_file(tmp_path / "missing.sqlite3", "database")
     check_sqlite_file(tmp_path / "empty.sqlite3", "database")
-    settings = Settings(
-        database_url=f"sqlite:///{healthy}",
-        queue_file=tmp_path / "empty.sqlite3",
-        ratelimit_file=garbage(tmp_path / "limits.sqlite3"),
-    )
-    with pytest.raises(DatabaseFileError, match="rate-limit counts"):
+    settings = Settings(database_url=f"sqlite:///{healthy}", queue_file=garbage(tmp_path / "queue.sqlite3"))
+    with pytest.raises(DatabaseFileError, match="grading queue"):
         check_sqlite_files(settings)
     check_sqlite_files(settings.model_copy(update={"redis_url": "redis://127.0.0.1:6379"}))  # unused files
+
+
+def test_the_database_and_queue_files_are_the_owners_alone(tmp_path: Path) -> None:
+    """Created 0600, side files too, and files named after the database they serve."""
+    database = tmp_path / "kvprep.sqlite3"
+    settings = Settings(database_url=f"sqlite:///{database}", content_root=ROOT / "questions")
+    assert settings.queue_file == tmp_path / "kvprep.sqlite3.grading-queue.sqlite3"
+    assert settings.lab_lock_file == tmp_path / "kvprep.sqlite3.lab.lock"
+    migrate(settings.database_url)
+    engine = make_engine(settings.database_url)
+    with engine.begin() as conn:
+        conn.execute(text("select 1"))
+    huey = make_embedded_huey("t", settings.queue_file)
+    huey.storage.enqueue(b"task")
+    for path in (database, settings.queue_file):
+        for each in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            if each.exists():
+                assert stat.S_IMODE(each.stat().st_mode) == 0o600, each
+    huey.storage.close_sockets()
+    engine.dispose()

@@ -1,14 +1,14 @@
 """`python -m app.lab.child RUN_ID`: run one stored lab job and write its progress and results.
 
-Started by app/lab/jobs.py with DATABASE_URL, the lock file, the thread count and the time
-limit. The lock (an flock on one file per machine) makes lab runs take turns; a hard alarm
-backs up the runner's own deadline, in case an experiment hangs between progress reports.
+Started by app/lab/jobs.py's dispatcher, which already claimed the run and holds this machine's
+lab lock, with DATABASE_URL, the thread count and the time limit. It dies with the server that
+started it (die_with_parent); a hard alarm backs up the runner's own deadline, in case an
+experiment hangs between progress reports.
 """
 
 from __future__ import annotations
 
 import argparse
-import fcntl
 import os
 import signal
 import time
@@ -20,6 +20,7 @@ from app.db import make_engine
 from app.lab.experiments import Plan
 from app.lab.runner import SIZES, LabTimeout, run_plan
 from app.models import LabRun, utcnow
+from app.services.child_jobs import die_with_parent
 from graders.wording import describe
 
 PROGRESS_EVERY_S = 0.25  # at most four progress writes a second
@@ -39,11 +40,11 @@ def _update(engine: Any, run_id: str, **fields: Any) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m app.lab.child")
     parser.add_argument("run_id")
-    parser.add_argument("--lock", required=True)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--time-limit", type=float, default=600.0)
     parser.add_argument("--nice", type=int, default=10)
     args = parser.parse_args(argv)
+    die_with_parent()
     # Here rather than in a preexec_fn (unsafe in the threaded process that starts us):
     # grading and pages come first on the CPU.
     os.nice(args.nice)
@@ -54,49 +55,41 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         size, experiments = run.size, list(run.experiments)
 
-    with open(args.lock, "a+") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            _update(engine, args.run_id, message="waiting for another lab run on this machine")
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released when its holder exits, however it exits
-        _update(engine, args.run_id, status="running", progress=0.0, message="starting", started_at=utcnow())
-        signal.alarm(int(args.time_limit) + 30)  # the hard stop behind the runner's deadline
-        config, plan = SIZES[size]
-        plan = Plan(**{**plan.__dict__, "experiments": tuple(experiments)})
-        last = 0.0
+    _update(engine, args.run_id, status="running", progress=0.0, message="starting", started_at=utcnow())
+    signal.alarm(int(args.time_limit) + 30)  # the hard stop behind the runner's deadline
+    config, plan = SIZES[size]
+    plan = Plan(**{**plan.__dict__, "experiments": tuple(experiments)})
+    last = 0.0
 
-        def progress(fraction: float, message: str) -> None:
-            nonlocal last
-            if time.monotonic() - last >= PROGRESS_EVERY_S:
-                last = time.monotonic()
-                _update(engine, args.run_id, progress=round(fraction, 3), message=message[:300])
+    def progress(fraction: float, message: str) -> None:
+        nonlocal last
+        if time.monotonic() - last >= PROGRESS_EVERY_S:
+            last = time.monotonic()
+            _update(engine, args.run_id, progress=round(fraction, 3), message=message[:300])
 
-        try:
-            result = run_plan(
-                config, plan, progress=progress, threads=args.threads, time_limit_s=args.time_limit
-            )
-        except LabTimeout as exc:
-            _update(engine, args.run_id, status="failed", error=str(exc), finished_at=utcnow())
-            return 1
-        except Exception as exc:  # a failed run says why on its page, never a silent "running"
-            _update(
-                engine,
-                args.run_id,
-                status="failed",
-                error=describe(exc)[:500],
-                finished_at=utcnow(),
-            )
-            return 1
+    try:
+        result = run_plan(config, plan, progress=progress, threads=args.threads, time_limit_s=args.time_limit)
+    except LabTimeout as exc:
+        _update(engine, args.run_id, status="failed", error=str(exc), finished_at=utcnow())
+        return 1
+    except Exception as exc:  # a failed run says why on its page, never a silent "running"
         _update(
             engine,
             args.run_id,
-            status="done",
-            progress=1.0,
-            message="done",
-            result=result,
+            status="failed",
+            error=describe(exc)[:500],
             finished_at=utcnow(),
         )
+        return 1
+    _update(
+        engine,
+        args.run_id,
+        status="done",
+        progress=1.0,
+        message="done",
+        result=result,
+        finished_at=utcnow(),
+    )
     return 0
 
 

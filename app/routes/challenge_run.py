@@ -6,7 +6,8 @@
 A Run is answered in the same request (no queue, no row stored: it is a try, not an attempt)
 but it runs in a worker thread, so the event loop stays free; see app/services/challenge_runs.py
 for why at most one Run per visitor runs at a time. Same size limit as a submission (413), its
-own per-minute count at the submissions' rate (429), a guest can run.
+own per-minute counts at the submissions' rate per visitor and at runs_per_address_per_minute
+per client address (429), its own sandbox slots (app/services/challenge_runs.py); a guest can run.
 """
 
 from __future__ import annotations
@@ -17,20 +18,24 @@ from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
+from app.config import Settings
 from app.cookie_session import guest_token
 from app.deps import (
     ChallengeDep,
+    RunIpLimiter,
     RunsDep,
     SettingsDep,
     SubmitLimiter,
     Visitor,
+    client_address,
     refuse_oversized,
     refuse_too_fast,
 )
+from app.services.challenge_runs import RunsInProgress
 from app.validation import ApiModel
 from app.web import templates
 from graders.examples import InvalidRunInput, spec_for
-from graders.examples.run import run_examples
+from graders.examples.run import RunResult, run_examples
 
 router = APIRouter(prefix="/api/challenges", tags=["challenges"])
 
@@ -132,7 +137,10 @@ async def run_schema(challenge: ChallengeDep) -> RunSchemaOut:
     "/{slug}/run",
     responses={
         413: {"description": "Code over the size limit"},
-        429: {"description": "Too many runs this minute, or a run of yours is still going"},
+        429: {
+            "description": "Too many runs this minute (yours or your address's), a run of yours is "
+            "still going, or every Run slot is busy"
+        },
     },
 )
 async def run_code(
@@ -140,6 +148,7 @@ async def run_code(
     payload: RunBody,
     request: Request,
     limiter: SubmitLimiter,
+    ip_limiter: RunIpLimiter,
     settings: SettingsDep,
     user: Visitor,
     runs: RunsDep,
@@ -156,7 +165,16 @@ async def run_code(
         loc = ["body", "input", exc.field] if exc.field else ["body", "input"]
         raise HTTPException(422, [{"loc": loc, "msg": exc.message, "type": "value_error"}]) from None
     visitor = f"user:{user.id}" if user.id else f"guest:{guest_token(request)}"
-    # Its own count, apart from submissions'; off the event loop, like the run itself.
+    # Counted per client address first (a cookieless script is a new visitor each time), then
+    # per visitor, apart from submissions'; off the event loop, like the run itself.
+    address = client_address(request)
+    await run_in_threadpool(
+        refuse_too_fast,
+        ip_limiter,
+        settings,
+        f"run:ip:{address}",
+        "Too many Runs from your address: wait a minute",
+    )
     await run_in_threadpool(
         refuse_too_fast, limiter, settings, f"run:{visitor}", "You are running code too fast"
     )
@@ -165,5 +183,19 @@ async def run_code(
             raise HTTPException(
                 429, "Your previous run is still going: wait for its results", headers={"Retry-After": "1"}
             )
-        result = await run_in_threadpool(run_examples, slug, payload.code, values, settings.grader_limits())
+        result = await run_in_threadpool(_run_in_a_slot, runs, settings, slug, payload.code, values)
     return RunOut.model_validate(result.to_json())
+
+
+def _run_in_a_slot(
+    runs: RunsInProgress, settings: Settings, slug: str, code: str, values: dict[str, Any] | None
+) -> RunResult:
+    """The Run on one of the Runs' own sandbox slots; 429 when none frees up in run_slot_wait_s."""
+    with runs.slot(settings.run_slot_wait_s) as got:
+        if not got:
+            raise HTTPException(
+                429,
+                "The server is busy running other people's code: try again in a few seconds",
+                headers={"Retry-After": str(max(1, round(settings.run_slot_wait_s)))},
+            )
+        return run_examples(slug, code, values, settings.grader_limits())

@@ -11,7 +11,19 @@ from sqlmodel import Session, col, select
 
 from app.config import Settings
 from app.cookie_session import flash
-from app.deps import CsrfChecked, CurrentUser, LabDep, LabLimiter, SessionDep, SettingsDep, Visitor
+from app.deps import (
+    CsrfChecked,
+    GuestLimiter,
+    LabDep,
+    LabGuestLimiter,
+    LabLimiter,
+    SessionDep,
+    SettingsDep,
+    Visitor,
+    client_address,
+    current_user,
+    find_user,
+)
 from app.enums import LabRunStatus
 from app.lab.experiments import EXPERIMENTS, SEED
 from app.lab.jobs import LabJobs, is_stale
@@ -82,25 +94,53 @@ def _load_run(session: Session, user_id: int | None, run_id: str) -> LabRun:
 
 
 def _start(
-    lab: LabJobs, limiter: RateLimiter, session: Session, settings: Settings, user_id: int, body: LabRunCreate
+    request: Request,
+    session: Session,
+    lab: LabJobs,
+    limiters: tuple[RateLimiter, RateLimiter, RateLimiter],
+    body: LabRunCreate,
 ) -> LabRun:
-    """Queue the run; TooManyRequests past the hourly limit, LabRequestError for a bad size or experiment."""
-    wait = limiter.hit(f"{settings.queue_name}:lab:{user_id}")
-    if wait:
-        raise TooManyRequests("You have started many lab runs this hour", wait)
-    return lab.submit(session=session, user_id=user_id, size=body.size, experiments=body.experiments)
+    """Queue the run. TooManyRequests past a budget or a cap; LabRequestError for a bad size or
+    experiment. A guest (no account) spends its client address's small hourly budget, checked
+    before a guest row is made for it; an account spends its own."""
+    account_limiter, guest_limiter, new_guest_limiter = limiters
+    settings: Settings = request.app.state.settings
+    address = client_address(request)
+    user = find_user(request, session)
+    if user is None or user.is_guest:
+        wait = guest_limiter.hit(f"{settings.queue_name}:lab:ip:{address}")
+        if wait:
+            raise TooManyRequests(
+                "Guests from your address have started many lab runs this hour: sign in to run more", wait
+            )
+        user = user or current_user(request, session, new_guest_limiter)
+    else:
+        wait = account_limiter.hit(f"{settings.queue_name}:lab:{user.id}")
+        if wait:
+            raise TooManyRequests("You have started many lab runs this hour", wait)
+    return lab.submit(
+        session=session, user_id=user.id or 0, size=body.size, experiments=body.experiments, address=address
+    )
 
 
-@router.post("/runs", status_code=202, response_model=LabRunPublic, response_model_exclude_unset=True)
+@router.post(
+    "/runs",
+    status_code=202,
+    response_model=LabRunPublic,
+    response_model_exclude_unset=True,
+    responses={429: {"description": "Over the hourly budget, or too many lab runs waiting or running"}},
+)
 def api_start(
+    request: Request,
     body: LabRunCreate,
     session: SessionDep,
     settings: SettingsDep,
-    user: CurrentUser,
     lab: LabDep,
     limiter: LabLimiter,
+    guest_limiter: LabGuestLimiter,
+    new_guest_limiter: GuestLimiter,
 ) -> JSONResponse:
-    run = _start(lab, limiter, session, settings, user.id or 0, body)
+    run = _start(request, session, lab, (limiter, guest_limiter, new_guest_limiter), body)
     return JSONResponse(run_json(run, settings), status_code=202)
 
 
@@ -138,16 +178,16 @@ def lab_page(request: Request, session: SessionDep, settings: SettingsDep, user:
 def lab_form(
     request: Request,
     session: SessionDep,
-    settings: SettingsDep,
-    user: CurrentUser,
     lab: LabDep,
     limiter: LabLimiter,
+    guest_limiter: LabGuestLimiter,
+    new_guest_limiter: GuestLimiter,
     size: Annotated[str, Form()] = "full",
     experiments: Annotated[list[str] | None, Form()] = None,
 ) -> Response:
     body = LabRunCreate(size=size, experiments=experiments or [])
     try:
-        run = _start(lab, limiter, session, settings, user.id or 0, body)
+        run = _start(request, session, lab, (limiter, guest_limiter, new_guest_limiter), body)
     except ServiceError as exc:
         flash(request, exc.message, "error")
         return RedirectResponse("/lab", status_code=303)

@@ -1,12 +1,13 @@
-"""Runs of a challenge's visible examples (the page's Run button): one at a time per visitor.
+"""Runs of a challenge's visible examples (the page's Run button): their own sandbox slots.
 
 A Run is synchronous for its caller (the answer carries the results) but never blocks the
-event loop: the route hands it to a worker thread, where it waits for one of the sandbox's
-worker slots (shared with grading, so runs and submissions together never start more
-children than `grading_workers` allows) and then runs under the same limits as a submission.
-A visitor who asks again while a Run of theirs is still going is refused at once, so one
-visitor cannot fill the slots. The count is per process: `kvprep serve --workers N` lets a
-visitor hold one Run in each, still capped by the per-minute rate limit.
+event loop: the route hands it to a worker thread, where it waits for one of the Runs' own
+`run_slots` (at most `run_slot_wait_s`, else 429) and then runs under the same limits as a
+submission. The sandbox has `grading_workers + run_slots` slots (Settings.grader_limits), so
+Runs, however many flood in, never hold a slot a submission's grading needs. A visitor who asks
+again while a Run of theirs is still going is refused at once. The counts are per process:
+`kvprep serve --workers N` has N fork servers, one budget each; the per-minute rate limits,
+per visitor and per client address, are counted in the database for all of them.
 """
 
 from __future__ import annotations
@@ -17,11 +18,22 @@ from contextlib import contextmanager
 
 
 class RunsInProgress:
-    """Which visitors have a Run going in this process."""
+    """Which visitors have a Run going in this process, and the Runs' sandbox slots."""
 
-    def __init__(self) -> None:
+    def __init__(self, slots: int = 1) -> None:
         self._lock = threading.Lock()
         self._running: set[str] = set()
+        self._slots = threading.BoundedSemaphore(max(1, slots))
+
+    @contextmanager
+    def slot(self, wait_s: float) -> Iterator[bool]:
+        """Yields True holding one of the Runs' slots (waiting at most wait_s), else False."""
+        got = self._slots.acquire(timeout=wait_s)
+        try:
+            yield got
+        finally:
+            if got:
+                self._slots.release()
 
     @contextmanager
     def claim(self, visitor: str) -> Iterator[bool]:

@@ -105,18 +105,25 @@ class WakeableSqliteHuey(SqliteHuey):  # type: ignore[misc]
 
 
 def make_embedded_huey(name: str, queue_file: Path) -> WakeableSqliteHuey:
-    queue_file.parent.mkdir(parents=True, exist_ok=True)
+    from app.db import private_file
+
+    private_file(queue_file)  # the queue holds submissions' ids: its owner's alone
     return WakeableSqliteHuey(name, filename=str(queue_file), wake_path=wake_address(queue_file))
 
 
 class ConsumerLock:
-    """An exclusive lock on `<queue file>.lock`: held by the one process that grades."""
+    """An exclusive lock on `<queue file>.lock`: held by the one process that grades.
+
+    The holder writes which database it serves into the lock file, so that a server of another
+    database that finds the queue taken can say so and refuse, instead of enqueueing work the
+    holder would look for in its own database and never find.
+    """
 
     def __init__(self, queue_file: Path) -> None:
         self.path = queue_file.with_name(queue_file.name + ".lock")
         self._fd: int | None = None
 
-    def try_acquire(self) -> bool:
+    def try_acquire(self, serves: str = "") -> bool:
         if self._fd is not None:
             return True
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -128,10 +135,48 @@ class ConsumerLock:
             if exc.errno in (errno.EAGAIN, errno.EACCES):
                 return False
             raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, serves.encode(), 0)
         self._fd = fd
         return True
+
+    def holder_serves(self) -> str:
+        """The database the lock's holder said it serves ("" if none said)."""
+        try:
+            return self.path.read_text(errors="replace").strip()
+        except FileNotFoundError:
+            return ""
 
     def release(self) -> None:
         if self._fd is not None:
             os.close(self._fd)  # closing the descriptor releases the flock
             self._fd = None
+
+
+def database_identity(database_url: str) -> str:
+    """How a queue's lock names the database its consumer serves (the URL, password hidden)."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(database_url).render_as_string(hide_password=True)
+
+
+class QueueOfAnotherDatabase(RuntimeError):
+    """The embedded queue file is consumed by a server of another database: this one refuses."""
+
+
+def check_queue_owner(queue_file: Path, database_url: str) -> ConsumerLock | None:
+    """Take the queue's consumer lock for this database: the lock, or None when another process
+    serving the same database holds it. Raises QueueOfAnotherDatabase, naming both, when the
+    holder serves another database (two servers must never share one queue file)."""
+    lock = ConsumerLock(queue_file)
+    mine = database_identity(database_url)
+    if lock.try_acquire(mine):
+        return lock
+    theirs = lock.holder_serves()
+    if theirs and theirs != mine:
+        raise QueueOfAnotherDatabase(
+            f"the grading queue {queue_file} is consumed by a running server of another database "
+            f"({theirs}); this server ({mine}) would never see its submissions graded. Leave "
+            "KVPREP_QUEUE_FILE unset (each database then gets its own queue) or give it a file of its own."
+        )
+    return None

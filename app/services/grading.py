@@ -14,7 +14,7 @@ import secrets
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from huey import MemoryHuey, RedisHuey
 from huey.api import Huey
@@ -25,7 +25,13 @@ from sqlmodel import Session, col, select
 
 from app.config import Settings, get_settings
 from app.models import Submission
-from app.services.embedded_queue import ConsumerLock, WakeableSqliteStorage, make_embedded_huey
+from app.services.embedded_queue import (
+    ConsumerLock,
+    WakeableSqliteStorage,
+    check_queue_owner,
+    database_identity,
+    make_embedded_huey,
+)
 from app.services.leases import LeaseKeeper, claim, queued_lease, reap, record_verdict, with_db_retries
 from app.services.scheduling import record_challenge_result
 from graders.limits import Limits
@@ -154,6 +160,13 @@ class _EmbeddedConsumer(Consumer):  # type: ignore[misc]
         pass
 
 
+class Companion(Protocol):
+    """Work that runs beside the queue's consumer (the lab's dispatcher)."""
+
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+
+
 @dataclass
 class GradingQueue:
     huey: Huey
@@ -183,6 +196,9 @@ class GradingQueue:
             grade_submission(engine, submission_id, limits, topics, settings, self._notify, self.keeper)
 
         self._task = _grade
+        # Started with the consumer and stopped with it: the lab's dispatcher runs where the queue
+        # is consumed (app/lab/jobs.py), so a process that only enqueues starts no lab child.
+        self.companions: list[Companion] = []
         self._lock: ConsumerLock | None = None
         self._takeover: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -222,9 +238,16 @@ class GradingQueue:
         the submissions a previous run left unfinished.
         """
         if isinstance(self.huey.storage, WakeableSqliteStorage):
-            self._lock = ConsumerLock(self.settings.queue_file)
-            if not self._lock.try_acquire():
-                log.info("grading: another process of this server holds the queue; this one enqueues")
+            # Raises QueueOfAnotherDatabase (the server refuses to start) when the queue's
+            # consumer serves another database.
+            lock = check_queue_owner(self.settings.queue_file, self.settings.database_url)
+            self._lock = lock or ConsumerLock(self.settings.queue_file)
+            if lock is None:
+                log.warning(
+                    "grading: another process serving this database consumes the queue %s; this one "
+                    "enqueues, and takes over the grading if that process stops",
+                    self.settings.queue_file,
+                )
                 self._takeover = threading.Thread(
                     target=self._take_over_when_free,
                     args=(workers,),
@@ -238,7 +261,7 @@ class GradingQueue:
     def _take_over_when_free(self, workers: int) -> None:
         assert self._lock is not None
         while not self._stopping.wait(2.0):
-            if self._lock.try_acquire():
+            if self._lock.try_acquire(database_identity(self.settings.database_url)):
                 log.info("grading: the queue's consumer went away; this process grades now")
                 self._start_consumer(workers)
                 return
@@ -263,6 +286,8 @@ class GradingQueue:
         )
         self.consumer.start()
         self.keeper.start()
+        for companion in self.companions:
+            companion.start()
         log.info("grading: %d worker thread(s) on the %s queue", workers, type(self.huey).__name__)
 
     def _requeue_unfinished(self) -> None:
@@ -287,15 +312,21 @@ class GradingQueue:
             uid_count=self.settings.sandbox_uid_count,
         )
         self.keeper.start()
+        for companion in self.companions:
+            companion.start()
         try:
             Consumer(self.huey, workers=workers, periodic=False, check_worker_health=True).run()
         finally:
+            for companion in self.companions:
+                companion.stop()
             from graders.runner import shutdown as stop_sandbox
 
             stop_sandbox()  # its temporary folders go with it, whatever signal ended the consumer
 
     def stop(self) -> None:
         self._stopping.set()
+        for companion in self.companions:
+            companion.stop()
         self.keeper.stop()
         if self.consumer is not None:
             self.consumer.stop(graceful=True)

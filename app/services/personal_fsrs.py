@@ -35,7 +35,7 @@ from sqlmodel import Session, col, select
 
 from app.config import Settings
 from app.models import FsrsFit, Review, User, utcnow
-from app.services.child_jobs import child_task, start_child
+from app.services.child_jobs import child_task, die_with_parent, start_child
 from app.services.errors import ServiceError
 from app.services.scheduling import parameters_for
 
@@ -268,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m app.services.personal_fsrs")
     parser.add_argument("fit_id")
     args = parser.parse_args(argv)
+    die_with_parent()  # a fit ends with the server that started it
     os.nice(FIT_NICE)  # pages and grading come first on the CPU
 
     def out_of_time(_signum: int, _frame: object) -> None:

@@ -1,4 +1,6 @@
-"""Per-user rate limits (the `limits` library): memory in one process, Redis when REDIS_URL is set."""
+"""Per-user and per-address rate limits (the `limits` library): in Redis when REDIS_URL is set,
+else in the app's database (app/services/ratelimit_db.py), so every process of a server and a
+restarted one count together; "memory://" only where a test asks for it."""
 
 from __future__ import annotations
 
@@ -6,16 +8,15 @@ import math
 import time
 
 from limits import RateLimitItem, parse
-from limits.storage import storage_from_string
+from limits.storage import Storage, storage_from_string
 from limits.strategies import MovingWindowRateLimiter
-
-import app.services.ratelimit_sqlite  # noqa: F401  (registers the kvprep-sqlite:// storage)
 
 
 class RateLimiter:
-    def __init__(self, rule: str, storage_url: str = "memory://") -> None:
+    def __init__(self, rule: str, storage: str | Storage = "memory://") -> None:
         self._item: RateLimitItem = parse(rule)
-        self._limiter = MovingWindowRateLimiter(storage_from_string(storage_url))
+        store = storage_from_string(storage) if isinstance(storage, str) else storage
+        self._limiter = MovingWindowRateLimiter(store)
 
     def hit(self, key: str) -> int:
         """Count one event for key: 0 when allowed, else the seconds to wait before the next."""

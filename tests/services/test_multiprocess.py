@@ -6,18 +6,44 @@ import threading
 import time
 from pathlib import Path
 
-from app.services.embedded_queue import ConsumerLock, make_embedded_huey
+import pytest
+
+from app.db import make_engine
+from app.services.embedded_queue import (
+    ConsumerLock,
+    QueueOfAnotherDatabase,
+    check_queue_owner,
+    make_embedded_huey,
+)
 from app.services.ratelimit import RateLimiter
+from app.services.ratelimit_db import DatabaseStorage
 
 
-def test_limiters_on_one_file_count_together(tmp_path: Path) -> None:
-    url = f"kvprep-sqlite://{tmp_path / 'limits.sqlite3'}"
-    first, second = RateLimiter("3/minute", url), RateLimiter("3/minute", url)  # two processes' limiters
+def test_limiters_on_one_database_count_together_and_outlive_a_restart(db_url: str) -> None:
+    engines = [make_engine(db_url), make_engine(db_url)]  # two processes' engines on one database
+    first, second = (RateLimiter("3/minute", DatabaseStorage(e)) for e in engines)
     assert [first.hit("user:1"), second.hit("user:1"), first.hit("user:1")] == [0, 0, 0]
     wait = second.hit("user:1")
     assert 0 < wait <= 60
     assert first.hit("user:2") == 0  # keys are separate
+    engines[0].dispose()
+    engines.append(make_engine(db_url))
+    restarted = RateLimiter("3/minute", DatabaseStorage(engines[-1]))  # a restarted process
+    assert restarted.hit("user:1") > 0
+    for engine in engines:
+        engine.dispose()
     assert RateLimiter("3/minute", "memory://").hit("user:1") == 0  # memory counts alone
+
+
+def test_the_queue_refuses_a_server_of_another_database(tmp_path: Path) -> None:
+    queue = tmp_path / "queue.sqlite3"
+    holder = check_queue_owner(queue, "sqlite:////srv/a.sqlite3")
+    assert holder is not None
+    assert check_queue_owner(queue, "sqlite:////srv/a.sqlite3") is None  # same database: it enqueues
+    with pytest.raises(QueueOfAnotherDatabase, match="another database"):
+        check_queue_owner(queue, "sqlite:////srv/b.sqlite3")
+    holder.release()
+    assert check_queue_owner(queue, "sqlite:////srv/b.sqlite3") is not None  # free again: it consumes
 
 
 def test_only_one_process_consumes_the_embedded_queue(tmp_path: Path) -> None:
