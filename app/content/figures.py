@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from app.content import inference_math as im
 from graders.reference.kv_memory import kv_cache_bytes
 
 KIB, MIB, GIB = 2**10, 2**20, 2**30
@@ -70,6 +71,61 @@ class ModelShape:
         With tied embeddings the matrix is still multiplied once, by the LM head.
         """
         return self.dense_params() - (0 if self.tied_embeddings else self.vocab * self.hidden)
+
+    def decode_read_bytes(self, bytes_per_param: float = 2) -> float:
+        """Weight bytes one decode step reads from HBM: every matrix it multiplies by, once.
+
+        The input embedding table is not among them (a step gathers one row per sequence); a
+        tied table is read once, as the LM head. The memory footprint (dense_params) is larger.
+        """
+        return self.matmul_params() * bytes_per_param
+
+    def layer_params(self) -> int:
+        """Parameters inside the decoder blocks: all but the embeddings, the LM head and the final norm."""
+        return (
+            self.dense_params() - self.vocab * self.hidden * (1 if self.tied_embeddings else 2) - self.hidden
+        )
+
+    def prefill_flops(self, prompt: int, cached: int = 0) -> float:
+        """The bank's one prefill convention, as engines run it: `prompt - cached` new tokens pass
+        through every layer (2 FLOPs per layer parameter per token, plus causal attention's q.k and
+        p.v against all `prompt` positions), and the LM head runs once, on the last position, to
+        sample the first output token."""
+        new = prompt - cached
+        attention = im.prefill_attention_flops(self.layers, self.q_heads, self.head_dim, prompt)
+        attention -= im.prefill_attention_flops(self.layers, self.q_heads, self.head_dim, cached)
+        head = self.vocab * self.hidden
+        return im.matmul_flops(self.layer_params(), new) + attention + im.matmul_flops(head, 1)
+
+
+# The bank's one convention for prefill FLOPs (ModelShape.prefill_flops), in the words every card
+# that states a prefill figure carries in its Notes (tests/content/test_prefill_convention.py).
+PREFILL_CONVENTION = (
+    "Prefill FLOPs on this card follow the bank's one convention, the way serving engines run a "
+    "prefill: each new prompt token passes through every layer (2 FLOPs per layer parameter, plus "
+    "causal attention's q.k and p.v against the positions before it), and the LM head runs once, "
+    "on the last position, to sample the first output token."
+)
+# Figure names computed from prefill FLOPs: a card declaring one must state the convention.
+PREFILL_FIGURE_PREFIXES = (
+    "roofline_prefill_ms_",
+    "roofline_mfu_example",
+    "latency_prefill_",
+    "latency_total_",
+    "quadratic_attention_share_",
+    "quadratic_prefill_ratio_",
+    "chunked_qwen_prefill_",
+    "chunked_qwen_attention_share_",
+    "chunked_qwen_stall_steps",
+    "chunked_budget_compute_ms",
+    "chunked_70b_prefill_",
+    "chunked_70b_transfer_share_",
+    "longctx_attn_share_",
+    "longctx_prefill_",
+    "prefix_prefill_",
+    "sched_recompute_ms_",
+    "serving_qwen_prefill_",
+)
 
 
 GPT2_SMALL = ModelShape("GPT-2 small", 12, 12, 12, 768, 50257, 3072, bytes_per_element=4)
@@ -241,7 +297,9 @@ def _model_figures() -> dict[str, str]:
     f["cached_proj_2000_500"] = _int(cached_tokens)  # prefill 2,000 + 499 decode steps
     f["naive_vs_cached_ratio_2000_500"] = f"{naive_tokens / cached_tokens:.0f}x"
     # A naive step at length t pushes t tokens through the projections; a cached step pushes one.
-    f["naive_step_ratio_2000_500_first"] = f"{_int(2000 // 1)}x"
+    # The naive loop's first step (2,000 tokens) is the prefill's counterpart; the first decode
+    # step it is compared with is its second, over 2,001 tokens.
+    f["naive_step_ratio_2000_500_first"] = f"{_int((2000 + 1) // 1)}x"
     f["naive_step_ratio_2000_500_last"] = f"{_int((2000 + 500 - 1) // 1)}x"
     cpu = GPT2_CPU_MS
     f["gpt2_cpu_prefill_ratio_960_vs_16"] = f"{cpu['prefill_960'] / cpu['prefill_16']:.1f}x"

@@ -108,17 +108,13 @@ def _llama31_rope_pairs() -> tuple[int, int, int]:
 def _layer_params(model: ModelShape) -> int:
     """Weights a prompt token passes through: every layer, not the embeddings or the LM head
     (the head runs once, for the last prompt token)."""
-    return model.llama_params() - 2 * model.vocab * model.hidden - model.hidden
+    return model.layer_params()
 
 
 def prefill_flops(model: ModelShape, prompt: int, cached: int = 0) -> float:
-    """Matmul FLOPs of prefilling `prompt` tokens when the first `cached` are already cached."""
-    new = prompt - cached
-    linear = im.matmul_flops(_layer_params(model), new)
-    attention = im.prefill_attention_flops(
-        model.layers, model.q_heads, model.head_dim, prompt
-    ) - im.prefill_attention_flops(model.layers, model.q_heads, model.head_dim, cached)
-    return linear + attention
+    """FLOPs of prefilling `prompt` tokens when the first `cached` are already cached, on the
+    bank's one convention (ModelShape.prefill_flops: layers, attention, the LM head once)."""
+    return model.prefill_flops(prompt, cached)
 
 
 def _long_context() -> dict[str, str]:
@@ -150,8 +146,8 @@ def _long_context() -> dict[str, str]:
     f["longctx_prefill_ratio_128k_8k"] = f"{t128k / t8k:.0f}x"
     f["longctx_prompt_ratio_128k_8k"] = f"{131072 / 8192:.0f}x"
     weights = m.llama_params() * 2
-    short = im.min_time_per_token(weights, 0, H100_SXM)
-    long = im.min_time_per_token(weights, m.kv_bytes(131072), H100_SXM)
+    short = im.min_time_per_token(m.decode_read_bytes(), 0, H100_SXM)
+    long = im.min_time_per_token(m.decode_read_bytes(), m.kv_bytes(131072), H100_SXM)
     f["longctx_decode_ms_short_h100"] = f"{short * 1e3:.2f} ms"
     f["longctx_decode_ms_128k_h100"] = f"{long * 1e3:.2f} ms"
     # Llama-3.1-8B on a 24 GB card (an L4, say) at vLLM's default utilisation.

@@ -112,8 +112,8 @@ def _spec_figures() -> dict[str, str]:
         f"{im.speculative_walltime_speedup(0.6, best_draft_length(0.6, 0.05), 0.05):.2f}x"
     )
     # Draft cost in target passes, by weight bytes read (both memory-bound at batch 1).
-    target = LLAMA31_70B.llama_params()
-    small_draft = LLAMA3_8B.llama_params() / target
+    target = LLAMA31_70B.matmul_params()  # bytes a step reads: not the input embedding table
+    small_draft = LLAMA3_8B.matmul_params() / target
     head_and_layer = (layer_params(LLAMA31_70B) + LLAMA31_70B.vocab * LLAMA31_70B.hidden) / target
     f["spec_draft_cost_8b_for_70b"] = f"{small_draft:.1%}"
     f["spec_draft_cost_one_layer_70b"] = f"{head_and_layer:.1%}"
@@ -185,7 +185,9 @@ def _quant_figures() -> dict[str, str]:
         weight_bytes = params * bits / 8
         f[f"quant_70b_{label}_gb"] = f"{weight_bytes / 1e9:.1f} GB"
         if weight_bytes < GPU_80GB:
-            step = im.min_time_per_token(weight_bytes, 0, H100_SXM)
+            # A step reads every quantized matrix but the input embedding table.
+            read = (params - LLAMA31_70B.vocab * LLAMA31_70B.hidden) * bits / 8
+            step = im.min_time_per_token(read, 0, H100_SXM)
             f[f"quant_70b_{label}_ms_h100"] = f"{step * 1e3:.1f} ms"
             f[f"quant_70b_{label}_tok_s_h100"] = f"{1 / step:.0f} tokens/s"
     f["quant_bf16_over_int4_bytes"] = f"{16 / int4_bits:.2f}x"
@@ -303,8 +305,10 @@ def tp_kv_bytes_per_token_per_gpu(model: ModelShape, tp: int) -> int:
 
 
 def tp_supported(model: ModelShape, tp: int) -> bool:
-    """Query heads must split evenly, and KV heads must either split evenly or replicate evenly."""
-    if model.q_heads % tp:
+    """Every dimension tensor parallelism splits must split evenly: the query heads, the MLP's
+    intermediate width (column-parallel up/gate, row-parallel down) and the KV heads, which may
+    instead replicate evenly when tp exceeds them."""
+    if model.q_heads % tp or model.intermediate % tp:
         return False
     try:
         im.kv_heads_per_gpu(model.kv_heads, tp)

@@ -29,10 +29,14 @@ IB_NDR_400_BYTES_PER_S = 400e9 / 8
 
 
 def qwen25_7b_params() -> int:
-    """Qwen2.5-7B: the Llama-style count plus the biases its q, k and v projections carry."""
-    m = QWEN25_7B
-    qkv_bias = m.q_heads * m.head_dim + 2 * m.kv_heads * m.head_dim
-    return m.llama_params() + m.layers * qkv_bias
+    """Qwen2.5-7B's parameters: the Llama-style count, whose qkv_bias flag already adds the
+    biases of the q, k and v projections once per layer."""
+    return QWEN25_7B.llama_params()
+
+
+def qwen25_7b_read_bytes(bytes_per_param: float = 2) -> float:
+    """Weight bytes a Qwen2.5-7B decode step reads (not the untied input embedding table)."""
+    return QWEN25_7B.decode_read_bytes(bytes_per_param)
 
 
 def end_to_end_latency(ttft_s: float, tpot_s: float, output_tokens: int) -> float:
@@ -57,12 +61,10 @@ def goodput(attainment_by_rate: dict[float, float], target: float) -> float:
     return max(good, default=0.0)
 
 
-def prefill_flops(model: ModelShape, params: int, prompt: int) -> float:
-    """Linear term (2 FLOPs per parameter per token) plus causal attention: q.k and p.v over
-    the q_heads * head_dim width, half the n x n scores, in every layer."""
-    linear = im.matmul_flops(params, prompt)
-    attention = 2 * prompt * prompt * model.q_heads * model.head_dim * model.layers
-    return linear + attention
+def prefill_flops(model: ModelShape, prompt: int) -> float:
+    """The bank's one prefill convention (ModelShape.prefill_flops): every layer for every prompt
+    token, causal attention (q.k and p.v over half the n x n scores), the LM head once."""
+    return model.prefill_flops(prompt)
 
 
 def decode_step_seconds(weight_bytes: float, kv_bytes_per_token: float, batch: int, context: int) -> float:
@@ -70,25 +72,29 @@ def decode_step_seconds(weight_bytes: float, kv_bytes_per_token: float, batch: i
     return im.min_time_per_token(weight_bytes, batch * context * kv_bytes_per_token, H100_SXM)
 
 
-def roofline_decode_step(
-    model: ModelShape, params: int, batch: int, context: int, bytes_per_param: float = 2
-) -> float:
-    """A decode step's lower bound: the larger of its memory time (weights once, every
-    sequence's cache) and its compute time (2 FLOPs per parameter per sequence, plus
-    attention's q.k and p.v over the context)."""
-    memory = im.min_time_per_token(params * bytes_per_param, batch * context * model.kv_bytes(1), H100_SXM)
+def decode_step_compute_seconds(model: ModelShape, batch: int, context: int) -> float:
+    """A decode step's compute floor: 2 FLOPs per multiplied parameter (layers and LM head, not
+    the embedding lookup) per sequence, plus attention's q.k and p.v over the context."""
     attention = 4 * model.layers * model.q_heads * model.head_dim * context
-    compute = im.compute_time(batch * (im.matmul_flops(params, 1) + attention), H100_SXM)
-    return max(memory, compute)
+    return im.compute_time(batch * (im.matmul_flops(model.matmul_params(), 1) + attention), H100_SXM)
 
 
-def decode_capacity(model: ModelShape, params: int, context: int, tpot_slo_s: float) -> tuple[int, int]:
+def roofline_decode_step(model: ModelShape, batch: int, context: int, bytes_per_param: float = 2) -> float:
+    """A decode step's lower bound: the larger of its memory time (the weights it reads once,
+    every sequence's cache) and its compute time."""
+    memory = im.min_time_per_token(
+        model.decode_read_bytes(bytes_per_param), batch * context * model.kv_bytes(1), H100_SXM
+    )
+    return max(memory, decode_step_compute_seconds(model, batch, context))
+
+
+def decode_capacity(model: ModelShape, context: int, tpot_slo_s: float) -> tuple[int, int]:
     """(sequences whose cache fits beside the bf16 weights on one 80 GB H100, the largest batch
     whose bandwidth-bound step still meets the TPOT SLO), every sequence at `context` tokens."""
-    weights = params * 2
+    weights = model.dense_params() * 2  # the footprint: the embedding table sits in HBM too
     per_sequence = context * model.kv_bytes(1)
     fit = im.sequences_that_fit(H100_SXM.hbm_bytes - weights, per_sequence)
-    by_slo = math.floor((tpot_slo_s * H100_SXM.hbm_bytes_per_s - weights) / per_sequence)
+    by_slo = math.floor((tpot_slo_s * H100_SXM.hbm_bytes_per_s - model.decode_read_bytes()) / per_sequence)
     return fit, by_slo
 
 
@@ -144,10 +150,12 @@ def _serving_figures() -> dict[str, str]:
     f["serving_assumed_price"] = f"${price:.2f}"
     f["serving_qwen_params"] = f"{params / 1e9:.2f}B"
     f["serving_qwen_weights_gb"] = f"{weights / 1e9:.2f} GB"
-    b1 = im.max_tokens_per_second_batch1(weights, H100_SXM)
+    read = qwen25_7b_read_bytes()
+    f["serving_qwen_read_gb"] = f"{read / 1e9:.2f} GB"
+    b1 = im.max_tokens_per_second_batch1(read, H100_SXM)
     f["serving_qwen_b1_tok_s"] = f"{b1:.0f} tokens/s"
     f["serving_qwen_b1_cost"] = f"${im.cost_per_million_tokens(price, b1):.2f}"
-    step = decode_step_seconds(weights, per_token_cache, 64, 2048)
+    step = decode_step_seconds(read, per_token_cache, 64, 2048)
     b64 = 64 / step
     f["serving_qwen_b64_step_ms"] = f"{step * 1e3:.2f} ms"
     f["serving_qwen_b64_tok_s"] = f"{b64:,.0f} tokens/s"
@@ -155,12 +163,12 @@ def _serving_figures() -> dict[str, str]:
     f["serving_qwen_b64_cache_gb"] = f"{64 * 2048 * per_token_cache / 1e9:.2f} GB"
     f["serving_b1_over_b64_cost"] = f"{b64 / b1:.0f}x"
     cache_read = 64 * 2048 * per_token_cache
-    f["serving_qwen_b64_cache_share"] = f"{cache_read / (weights + cache_read):.0%}"
+    f["serving_qwen_b64_cache_share"] = f"{cache_read / (read + cache_read):.0%}"
     # Capacity under a TPOT SLO (Little's law): 2,048-token sequences, 400 decode steps each.
     for slo_ms in (25, 15):
-        fit, by_slo = decode_capacity(QWEN25_7B, params, 2048, slo_ms / 1e3)
+        fit, by_slo = decode_capacity(QWEN25_7B, 2048, slo_ms / 1e3)
         batch = min(fit, by_slo)
-        step = roofline_decode_step(QWEN25_7B, params, batch, 2048)
+        step = roofline_decode_step(QWEN25_7B, batch, 2048)
         key = f"serving_cap_slo{slo_ms}"
         f[f"{key}_fit"] = str(fit)
         f[f"{key}_by_slo"] = str(by_slo)
@@ -170,10 +178,10 @@ def _serving_figures() -> dict[str, str]:
         f[f"{key}_tok_s"] = f"{batch / step:,.0f} tokens/s"
         f[f"{key}_req_s"] = f"{batch / (400 * step):.1f} req/s"
         f[f"{key}_decode_s"] = f"{400 * step:.1f} s"
-        attention = 4 * QWEN25_7B.layers * QWEN25_7B.q_heads * QWEN25_7B.head_dim * 2048
-        compute = im.compute_time(batch * (im.matmul_flops(params, 1) + attention), H100_SXM)
+        compute = decode_step_compute_seconds(QWEN25_7B, batch, 2048)
         f[f"{key}_compute_ms"] = f"{compute * 1e3:.1f} ms"
-    prefill_tok_s = H100_SXM.bf16_flops / im.matmul_flops(params, 1)
+    # A long prompt's tokens pass through the layers; the LM head's one position is negligible.
+    prefill_tok_s = H100_SXM.bf16_flops / im.matmul_flops(QWEN25_7B.layer_params(), 1)
     f["serving_qwen_prefill_tok_s"] = f"{prefill_tok_s:,.0f} tokens/s"
     f["serving_qwen_prefill_cost"] = f"${im.cost_per_million_tokens(price, prefill_tok_s):.4f}"
     return f
@@ -182,23 +190,24 @@ def _serving_figures() -> dict[str, str]:
 def _chunked_figures() -> dict[str, str]:
     f: dict[str, str] = {}
     m = QWEN25_7B
-    params = qwen25_7b_params()
-    weights = params * 2
+    read = qwen25_7b_read_bytes()
     per_token_cache = m.kv_bytes(1)
-    whole = prefill_flops(m, params, 8192)
+    whole = prefill_flops(m, 8192)
     f["chunked_qwen_prefill_8k_tflop"] = f"{whole / 1e12:.1f} TFLOP"
-    f["chunked_qwen_attention_share_8k"] = f"{(whole - im.matmul_flops(params, 8192)) / whole:.1%}"
+    attention = im.prefill_attention_flops(m.layers, m.q_heads, m.head_dim, 8192)
+    f["chunked_qwen_attention_share_8k"] = f"{attention / whole:.1%}"
     f["chunked_qwen_prefill_8k_ms"] = f"{im.compute_time(whole, H100_SXM) * 1e3:.0f} ms"
-    step = decode_step_seconds(weights, per_token_cache, 32, 2048)
+    step = decode_step_seconds(read, per_token_cache, 32, 2048)
     f["chunked_qwen_b32_step_ms"] = f"{step * 1e3:.2f} ms"
     f["chunked_qwen_stall_steps"] = f"{im.compute_time(whole, H100_SXM) / step:.0f}"
     budget, decodes = 512, 32
     chunk = budget - decodes
     f["chunked_chunk_tokens"] = str(chunk)
     f["chunked_chunks_8k"] = str(im.ceil_div(8192, chunk))
-    f["chunked_budget_compute_ms"] = (
-        f"{im.compute_time(im.matmul_flops(params, budget), H100_SXM) * 1e3:.1f} ms"
-    )
+    # Every token of the budget passes through the layers; the LM head runs for the decodes only
+    # (a middle chunk of a prompt samples nothing).
+    budget_flops = im.matmul_flops(m.layer_params(), budget) + im.matmul_flops(m.vocab * m.hidden, decodes)
+    f["chunked_budget_compute_ms"] = f"{im.compute_time(budget_flops, H100_SXM) * 1e3:.1f} ms"
     f["chunked_h100_min_chunk"] = f"{im.crossover_batch(H100_SXM, 2):.0f}"
     reread = chunk_cache_reread_bytes(8192, chunk, per_token_cache)
     f["chunked_reread_gb_8k"] = f"{reread / 1e9:.2f} GB"
@@ -212,7 +221,7 @@ def _chunked_figures() -> dict[str, str]:
     one_link = cache / IB_NDR_400_BYTES_PER_S
     f["chunked_70b_transfer_1link_ms"] = f"{one_link * 1e3:.1f} ms"
     f["chunked_70b_transfer_8links_ms"] = f"{one_link / 8 * 1e3:.1f} ms"
-    prefill = im.compute_time(prefill_flops(big, big.llama_params(), 4096), H100_SXM) / 8
+    prefill = im.compute_time(prefill_flops(big, 4096), H100_SXM) / 8
     f["chunked_70b_prefill_4k_tp8_ms"] = f"{prefill * 1e3:.1f} ms"
     f["chunked_70b_transfer_share_8links"] = f"{one_link / 8 / prefill:.1%}"
     f["chunked_70b_transfer_share_1link"] = f"{one_link / prefill:.0%}"

@@ -73,7 +73,8 @@ def min_decode_latency(rng: random.Random) -> NumericQuestion:
     dtype = rng.choice(list(WEIGHT_DTYPES))
     bpp = WEIGHT_DTYPES[dtype]
     params = model.dense_params()
-    weights = params * bpp
+    read = model.matmul_params()  # not the input embedding table: a step gathers one row of it
+    weights = read * bpp
     answer = im.min_time_per_token(weights, 0, gpu)
     unit = _time_unit(answer)
     return NumericQuestion(
@@ -92,11 +93,13 @@ def min_decode_latency(rng: random.Random) -> NumericQuestion:
         solution=[
             "At batch 1 a decode step does about 2 FLOPs per parameter but must read every weight once "
             "from HBM, so it is bound by bandwidth, not by FLOPs.",
-            f"Bytes per step: {params:,} x {bpp:g} = {weights:,.0f} bytes ({weights / 1e9:.2f} GB).",
+            f"Bytes per step: every matrix the step multiplies by, {read:,} of the {params:,} parameters "
+            "(the input embedding table is only gathered one row at a time; a tied table is read once, "
+            f"as the LM head): {read:,} x {bpp:g} = {weights:,.0f} bytes ({weights / 1e9:.2f} GB).",
             f"Time: {weights / 1e9:.2f} GB / {gpu.hbm_bytes_per_s / 1e9:,.0f} GB/s = **{_seconds(answer)}** "
             f"per token, at most {1 / answer:,.0f} tokens/s for one user.",
-            f"The FLOPs take far less: {2 * params:,} / ({gpu.bf16_flops / 1e12:,.0f} x 10^12 FLOP/s) = "
-            f"{_seconds(2 * params / gpu.bf16_flops)}.",
+            f"The FLOPs take far less: {2 * read:,} / ({gpu.bf16_flops / 1e12:,.0f} x 10^12 FLOP/s) = "
+            f"{_seconds(2 * read / gpu.bf16_flops)}.",
         ],
         answer_text=_seconds(answer),
         config=config_json(model),
@@ -319,7 +322,7 @@ def cost_per_million_tokens(rng: random.Random) -> NumericQuestion:
     gpu = _gpu(rng)
     price = rng.choice([1.5, 2.0, 2.5, 3.0, 4.0])
     batch = rng.choice([8, 32, 64])
-    weights = LLAMA3_8B.dense_params() * 2
+    weights = LLAMA3_8B.decode_read_bytes()
     cache = LLAMA3_8B.kv_bytes(4096)
     step = im.min_time_per_token(weights, batch * cache, gpu)
     throughput = round(batch / step * 0.6, -1)  # a stated, realistic 60% of the bandwidth bound

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from app.content import figures_models as fm
@@ -32,8 +34,9 @@ def test_best_draft_length_by_hand() -> None:
 
 
 def test_draft_costs_by_weight_bytes() -> None:
-    # Llama-3-8B over Llama-3.1-70B: 8.03B / 70.55B; one 70B layer plus its LM head: 1.91B / 70.55B.
-    assert FIG["spec_draft_cost_8b_for_70b"] == "11.4%"
+    # Bytes a step reads (not the input embedding tables): Llama-3-8B's 7.50B over Llama-3.1-70B's
+    # 69.50B; one 70B layer plus its LM head: 1.91B / 69.50B.
+    assert FIG["spec_draft_cost_8b_for_70b"] == "10.8%"
     assert FIG["spec_draft_cost_one_layer_70b"] == "2.7%"
     assert (
         fm.layer_params(LATER_MODELS["llama31_70b"])
@@ -55,7 +58,8 @@ def test_group_quantisation_and_weight_bytes() -> None:
     assert fm.group_quant_bits(8, 64, scale_bits=32) == 8.5
     assert FIG["quant_70b_bf16_gb"] == "141.1 GB"
     assert "quant_70b_bf16_ms_h100" not in FIG  # 141 GB of weights do not fit on one 80 GB card
-    assert FIG["quant_70b_int4_ms_h100"] == "10.9 ms"  # 36.4 GB / 3.35 TB/s
+    # (70.55B - the 1.05B input embedding table) x 4.125 bits = 35.8 GB read / 3.35 TB/s.
+    assert FIG["quant_70b_int4_ms_h100"] == "10.7 ms"
 
 
 def test_quantised_kv_cache_of_llama31_70b() -> None:
@@ -89,7 +93,14 @@ def test_tensor_parallel_cache_per_gpu() -> None:
     assert fm.tp_kv_bytes_per_token_per_gpu(m70, 16) == fm.tp_kv_bytes_per_token_per_gpu(m70, 8)
     qwen = LATER_MODELS["qwen25_7b"]
     assert fm.tp_supported(qwen, 4) and not fm.tp_supported(qwen, 8) and not fm.tp_supported(qwen, 7)
-    assert FIG["parallel_qwen_tp_options"] == "1, 2, 4, 28"
+    # 28 divides the 28 query heads and replicates the 4 KV heads evenly, but the MLP's 18,944
+    # = 2^9 x 37 columns do not split 28 ways: every split dimension must divide.
+    assert not fm.tp_supported(qwen, 28) and 18944 % 28 and not 28 % 4 and not 28 % 28
+    assert FIG["parallel_qwen_tp_options"] == "1, 2, 4"
+    # Llama-3.1-70B: 64 heads, 8 KV heads, 28,672 = 2^12 x 7 columns; TP 16 replicates KV heads.
+    assert [t for t in (2, 4, 8, 16, 32, 7) if fm.tp_supported(m70, t)] == [2, 4, 8, 16, 32]
+    odd_mlp = dataclasses.replace(m70, intermediate=28672 + 8)  # 28,680 = 2^3 x 3,585
+    assert fm.tp_supported(odd_mlp, 8) and not fm.tp_supported(odd_mlp, 16)
     assert FIG["parallel_70b_128k_seqs_tp8"] == "11"  # (80 - 17.6) GB / 5.37 GB
 
 
