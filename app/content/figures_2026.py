@@ -183,6 +183,7 @@ def _hybrid() -> dict[str, str]:
     mamba = MAMBA2_27B.state_bytes()
     f["hyb_mamba2_27b_state_elements_per_layer"] = f"{MAMBA2_27B.state_elements:,}"
     f["hyb_mamba2_27b_state_mb"] = f"{mamba / MB:.1f} MB"
+    f["hyb_mamba2_27b_state_mb_per_layer"] = f"{mamba / MAMBA2_27B.recurrent_layers / MB:.2f} MB"
     f["hyb_mamba2_27b_state_mb_fp32"] = f"{MAMBA2_27B.state_bytes(4) / MB:.1f} MB"
     llama3_per_token = LLAMA3_8B.kv_bytes(1)
     f["hyb_llama3_8b_kib_per_token"] = f"{llama3_per_token / KIB:g} KiB"
