@@ -268,6 +268,8 @@ def _speculative() -> dict[str, str]:
     low, high = MTP_ACCEPTANCE
     f["spec26_mtp_tokens_low"] = f"{expected_accepted((low,)):.2f}"
     f["spec26_mtp_tokens_high"] = f"{expected_accepted((high,)):.2f}"
+    for i, a in enumerate(EAGLE_EXAMPLE_ACCEPTANCE, start=1):
+        f[f"spec26_eagle_example_a{i}"] = f"{a:.0%}"
     f["spec26_eagle_example_tokens"] = f"{expected_accepted(EAGLE_EXAMPLE_ACCEPTANCE):.3f}"
     f["spec26_eagle_example_prefix_3"] = f"{expected_accepted(EAGLE_EXAMPLE_ACCEPTANCE[:3]):.3f}"
     m = LLAMA3_8B
