@@ -235,10 +235,18 @@ def naive_vs_cached_work(prompt_len: int, n_new: int, *, unused_last_step: bool 
 def compute_figures() -> dict[str, str]:
     """name -> the exact text a card must print for that figure (every area's, merged)."""
     # Imported here: the area modules import ModelShape and the models from this module.
-    from app.content import figures_hardware, figures_kernels, figures_models, figures_serving
+    from app.content import (
+        figures_2026,
+        figures_2026_serving,
+        figures_hardware,
+        figures_kernels,
+        figures_models,
+        figures_serving,
+    )
 
     merged = _model_figures()
-    for area in (figures_hardware, figures_models, figures_serving, figures_kernels):
+    areas = (figures_hardware, figures_models, figures_serving, figures_kernels)
+    for area in (*areas, figures_2026, figures_2026_serving):
         for name, text in area.figures().items():
             if name in merged:
                 raise ValueError(f"figure {name!r} is defined twice ({area.__name__})")

@@ -57,3 +57,41 @@ H200_SXM = GPU(
 )
 
 GPUS: dict[str, GPU] = {"a100_80gb": A100_80GB, "h100_sxm": H100_SXM, "h200_sxm": H200_SXM}
+
+# Blackwell. Kept out of GPUS so that the roofline figures and the numeric generator's draws over
+# the Hopper and Ampere cards do not change; the 2026 figures (app/content/figures_2026.py) read
+# these. FP8 and FP4 are dense tensor-core rates (the sheets print them with 2:4 sparsity, twice
+# the dense rate, like BF16).
+
+B200_SXM = GPU(
+    "B200 SXM (HGX B200)",
+    bf16_flops=2.25e15,
+    hbm_bytes_per_s=8e12,
+    hbm_bytes=180 * 10**9,
+    source=(
+        "NVIDIA HGX B200 data sheet (2024), per GPU: FP4 Tensor Core 18 PFLOPS, FP8 9 PFLOPS, "
+        "FP16/BF16 4.5 PFLOPS (all with sparsity; dense is half), 180GB HBM3e, 8TB/s, "
+        "NVLink 1.8TB/s"
+    ),
+)
+GB200_GPU = GPU(
+    "B200 in GB200 NVL72",
+    bf16_flops=2.5e15,
+    hbm_bytes_per_s=8e12,
+    hbm_bytes=186 * 10**9,
+    source=(
+        "NVIDIA GB200 NVL72 data sheet (2024), per GB200 superchip (one Grace, two Blackwell GPUs): "
+        "FP4 40 PFLOPS, FP8 20 PFLOPS, FP16/BF16 10 PFLOPS (with sparsity), up to 372GB HBM3e, "
+        "16TB/s; per rack 72 GPUs, 13.4TB HBM3e, 576TB/s, NVLink 130TB/s"
+    ),
+)
+# name -> (dense FP8, dense FP4) FLOP/s, half the sheets' sparse figures
+BLACKWELL_FP8_FP4: dict[str, tuple[float, float]] = {
+    B200_SXM.name: (4.5e15, 9e15),
+    GB200_GPU.name: (5e15, 10e15),
+}
+BLACKWELL: dict[str, GPU] = {"b200": B200_SXM, "gb200": GB200_GPU}
+
+H100_FP8_FLOPS = 1979e12  # H100 SXM data sheet: FP8 Tensor Core 3,958 TFLOPS with sparsity
+NVLINK5_BYTES_PER_S = 1.8e12  # per Blackwell GPU, both directions together (HGX B200 sheet)
+NVLINK4_BYTES_PER_S = 900e9  # per H100 SXM GPU, both directions together (H100 sheet)

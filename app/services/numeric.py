@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.models import Card
-from app.services import numeric_serving
+from app.services import numeric_2026, numeric_serving
 from app.services.numeric_memory import (
     gqa_saving,
     kv_bytes_per_token,
@@ -78,6 +78,8 @@ GENERATORS: dict[str, Callable[[random.Random], NumericQuestion]] = {
     "tp_cache_per_gpu": numeric_serving.tp_cache_per_gpu,
     "speculative_tokens": numeric_serving.speculative_tokens,
     "cost_per_million_tokens": numeric_serving.cost_per_million_tokens,
+    "low_precision_weight_bytes": numeric_2026.low_precision_weight_bytes,
+    "eagle_acceptance": numeric_2026.eagle_acceptance,
 }
 
 
@@ -121,6 +123,8 @@ FITS: dict[str, Fit] = {
     "tp_cache_per_gpu": _fit("parallelism", tags=["kv-cache", "tensor-parallelism"]),
     "speculative_tokens": _fit("speculative-decoding"),
     "cost_per_million_tokens": _fit("serving-metrics", tags=["cost", "throughput", "capacity-planning"]),
+    "low_precision_weight_bytes": _fit("low-precision-formats", "blackwell", tags=["fp4", "nvfp4", "mxfp4"]),
+    "eagle_acceptance": _fit("speculative-decoding-modern", tags=["eagle", "acceptance"]),
 }
 
 # Topics some of whose cards can be asked as a numeric question, and the kinds declared for each.
