@@ -213,6 +213,10 @@ def main(argv: list[str] | None = None) -> int:
         from app.lab.cli import main as lab_main
 
         return lab_main(argv[1:])
+    if argv[:1] == ["sweep"]:
+        from graders.sweep import main as sweep_main
+
+        return sweep_main(argv[1:])
     if argv[:1] == ["grade"]:
         from graders.cli import main as grade_main
 
@@ -235,6 +239,9 @@ def main(argv: list[str] | None = None) -> int:
         "purge-guests", help="delete idle guests that kept nothing (KVPREP_GUEST_IDLE_DAYS)"
     ).set_defaults(func=_purge_guests)
     sub.add_parser("grade", help="grade a file: kvprep grade SLUG FILE [--json]")
+    sub.add_parser(
+        "sweep", help="every golden mistake on 200 seeds: kvprep sweep [--seeds N] [--challenge SLUG]"
+    )
     sub.add_parser(
         "bench",
         help="kvprep bench grader | pages | sandbox | lab | matcher: latency of a server, the sandbox's "

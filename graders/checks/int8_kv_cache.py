@@ -44,8 +44,12 @@ IGNORES_SCALES = "attention runs on the raw int8 values, without their scales"
 KEYS_ONLY = "only the keys are dequantised: the values are used as raw int8 numbers"
 SCALE_BY_HD = "scores are divided by hd, not sqrt(hd)"
 NO_SCALE = "scores are not divided by sqrt(hd)"
+OVERFLOW = (
+    "NaN or inf for scores in the hundreds: exp of a raw score overflows float32 above about 88; subtract "
+    "the row's maximum score before exp (softmax does not change, the overflow goes)"
+)
 KNOWN_MISTAKES = (
-    PER_TENSOR, PER_HEAD, PER_CHANNEL, DIVISOR, ZERO_ROW, HALF_UP, HALF_AWAY, TRUNCATES, NOT_INT8,
+    OVERFLOW, PER_TENSOR, PER_HEAD, PER_CHANNEL, DIVISOR, ZERO_ROW, HALF_UP, HALF_AWAY, TRUNCATES, NOT_INT8,
     WRONG_AXIS, SCALES_SWAPPED, IGNORES_SCALES, KEYS_ONLY, SCALE_BY_HD, NO_SCALE,
 )  # fmt: skip
 
@@ -204,12 +208,39 @@ def attention_variants(
     }
 
 
-def _test_attention(report: CheckReport, session: Session, rng: Rng, B: int, H: int, T: int, hd: int) -> None:
+def outlier_cache(
+    rng: Rng, B: int, H: int, T: int, hd: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A query and a quantized key cache with one outlier channel, as real keys have (LLM.int8(),
+    arXiv:2208.07339; KIVI, arXiv:2402.02750): scores of about 300, a few apart.
+
+    Every key's outlier channel is +127 (its row maximum) with a power-of-two scale, the query is on
+    a 1/64 grid and hd is 4, so every float32 score is exact: only the handling of exp is tested,
+    not the order of a sum (which at this size could move the answer past the tolerance).
+    """
+    c = rng.py.randrange(hd)
+    k_q = torch.randint(-60, 61, (B, H, T, hd), generator=rng.torch).to(torch.int8)
+    k_q[..., c] = QMAX
+    k_s = torch.full((B, H, T, 1), 0.25)  # dequantized keys: multiples of 1/4, the outlier 31.75
+    qry = torch.randint(-16, 17, (B, H, 1, hd), generator=rng.torch).float() / 64  # small, on the grid
+    qry[..., c] = torch.randint(17 * 64, 22 * 64, (B, H, 1), generator=rng.torch).float() / 64
+    return qry, k_q, k_s
+
+
+def _test_attention(
+    report: CheckReport, session: Session, rng: Rng, B: int, H: int, T: int, hd: int, outliers: bool = False
+) -> None:
     qry = rng.randn(B, H, 1, hd)
     k_q, k_s = quantize_kv(cache_tensor(rng, B, H, T, hd, magnitude=3.0))  # keys larger than values
+    if outliers:
+        qry, k_q, k_s = outlier_cache(rng, B, H, T, hd)
     v_q, v_s = quantize_kv(cache_tensor(rng, B, H, T, hd, magnitude=0.2))
     got = as_tensor(call_entry(session, "int8_attention", qry, k_q, k_s, v_q, v_s), "int8_attention(...)")
     want = int8_attention(qry, k_q, k_s, v_q, v_s)
+    if outliers and not bool(torch.isfinite(got).all()):
+        report.diagnose(OVERFLOW)
+        top = float((qry @ dequantize_kv(k_q, k_s).transpose(-2, -1)).max() / hd**0.5)
+        raise Mismatch(f"int8_attention with scores up to {top:.0f} returned NaN or inf: {OVERFLOW}")
     if not close(got, want):
         message = explain_difference(got, want, f"int8_attention over T={T} positions")
         for name, wrong in attention_variants(qry, k_q, k_s, v_q, v_s).items():
@@ -276,6 +307,11 @@ def run(session: Session, seed: int | None = None) -> CheckReport:
         f"int8_attention matches attention over the dequantized cache (B={B} H={H}, T={T2} positions, "
         "keys and values of different magnitudes)",
         partial(_test_attention, report, session, rng, B, H, T2, hd),
+    )
+    check(
+        f"int8_attention with an outlier key channel: scores in the hundreds, beyond exp's float32 range "
+        f"(B={B} H={H}, T={T2}, hd=4)",
+        partial(_test_attention, report, session, rng, B, H, T2, 4, outliers=True),
     )
     check(
         "int8_attention over a cache of one position (B=1)",

@@ -35,9 +35,11 @@ CONFIG_DTYPE = "used the config's torch_dtype instead of bytes_per_element"
 ABSENT_KEY = "an absent optional key (num_key_value_heads, head_dim) must fall back to its default"
 NULL_KEY = "an optional key set to null (None) must fall back to its default, like an absent one"
 GPT2_KEYS = "GPT-2-style keys (n_layer, n_head, n_embd) are not read"
+GPT2_SWAPPED = "n_layer and n_head are swapped: n_layer is the number of layers, n_head the heads per layer"
 KNOWN_MISTAKES = (
     FACTOR_TWO, QUERY_HEADS, HIDDEN_AS_HEAD_DIM, EXPLICIT_HEAD_DIM_IGNORED, FLOAT_RESULT, FLOAT_ROUNDED,
     BATCH_IGNORED, BPE_IGNORED, BPE_TWICE, SEQ_IGNORED, CONFIG_DTYPE, ABSENT_KEY, NULL_KEY, GPT2_KEYS,
+    GPT2_SWAPPED,
 )  # fmt: skip
 
 _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
@@ -117,8 +119,27 @@ def _config_case(shape: Shape, seq_len: int, batch: int, bpe: int) -> Case:
     return case
 
 
+def _gpt2_case(shape: Shape, seq_len: int, batch: int, bpe: int) -> Case:
+    """A GPT-2-style config's case, with n_layer and n_head read the wrong way round as a variant."""
+    case = _config_case(shape, seq_len, batch, bpe)
+    layers, heads = shape.q_heads, shape.layers  # the swap
+    case.add(GPT2_SWAPPED, kv_cache_bytes(layers, heads, shape.hidden // heads, seq_len, batch, bpe))
+    case.add(GPT2_SWAPPED, 2 * layers * shape.hidden * seq_len * batch * bpe)  # MHA's 2 * n_layer * n_embd
+    return case
+
+
+def _random_gpt2(rng: random.Random) -> Shape:
+    """A GPT-2-style MHA shape whose layer and head counts differ and whose n_layer does not divide
+    n_embd: with the two swapped, n_embd // n_layer as the head size then changes the answer too."""
+    heads = rng.choice([8, 12, 16, 20, 25, 32])
+    head_dim = rng.choice([64, 80, 128])
+    layers = rng.choice([n for n in range(4, 49) if n != heads and (heads * head_dim) % n])
+    return Shape(layers, heads, heads, head_dim, heads * head_dim, gqa_key=False)
+
+
 # Real shapes, from the models' config.json files as quoted in the seeds.
 GPT2_SMALL = Shape(12, 12, 12, 64, 768, gqa_key=False)
+GPT2_MEDIUM = Shape(24, 16, 16, 64, 1024, gqa_key=False)  # n_layer 24, n_head 16, n_embd 1024
 LLAMA2_7B = Shape(32, 32, 32, 128, 4096, gqa_key=False)
 MISTRAL_7B = Shape(32, 32, 8, 128, 4096)
 LLAMA3_8B = Shape(32, 32, 8, 128, 4096, torch_dtype="bfloat16")
@@ -285,6 +306,19 @@ def _probes(rng: random.Random) -> list[Probe]:
         f"from_config: GPT-2 small (n_layer, n_head, n_embd) in fp32, {seq} tokens",
         FROM_CONFIG, (GPT2_SMALL.config("gpt2"), seq), {"bytes_per_element": 4},
         _config_case(GPT2_SMALL, seq, 1, 4),
+    )  # fmt: skip
+    seq, batch = rng.randint(100, 1024), rng.randint(2, 9)
+    add(
+        f"from_config: GPT-2 medium (n_layer=24, n_head=16, n_embd=1024), {seq} tokens, batch {batch}",
+        FROM_CONFIG, (GPT2_MEDIUM.config("gpt2"), seq), {"batch": batch},
+        _gpt2_case(GPT2_MEDIUM, seq, batch, 2),
+    )  # fmt: skip
+    shape = _random_gpt2(rng)
+    seq = rng.randint(50, 5000)
+    add(
+        f"from_config: a GPT-2-style config with n_layer={shape.layers}, n_head={shape.q_heads}, "
+        f"n_embd={shape.hidden}, {seq} tokens",
+        FROM_CONFIG, (shape.config("gpt2"), seq), {"bytes_per_element": 4}, _gpt2_case(shape, seq, 1, 4),
     )  # fmt: skip
     shape = _random_shape(rng)
     shape.gqa_key, shape.kv_heads = False, shape.q_heads  # MHA, so 4x cannot mean "query heads"

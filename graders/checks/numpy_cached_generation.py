@@ -59,12 +59,16 @@ NOT_APPENDED = "decode_step does not append the new key and value to cache['k'] 
 HIDDEN_STATE = "decode_step keeps state outside the cache (a global or a closure)"
 NO_PROMPT = "generate_cached returns only the new tokens, not the prompt followed by them"
 NOT_NUMPY = "returned a torch tensor: this challenge is NumPy only"
+LAST_TOKEN_TWICE = (
+    "generate_cached runs the last prompt token through decode_step again after prefill: prefill already "
+    "cached it and returned its logits, so the cache holds it twice and every later step attends to it twice"
+)
 FRESH_CHANGED_CACHES = 4  # fresh caches the read-the-cache test hands a changed past
 CHANGE_RATE = 1 / 3  # the share of decode_step calls, in every test, whose cache has a row changed
 KNOWN_MISTAKES = (
     NOT_SCALED, SCALED_BY_D, SOFTMAX_AXIS, FIRST_ROW, ALL_ROWS, CACHE_QUERIES, CACHE_SWAPPED,
     CACHE_EMBEDDINGS, NEW_KEY_LATE, MASK_IN_DECODE, IGNORES_CACHE, NOT_APPENDED, HIDDEN_STATE, NO_PROMPT,
-    NOT_NUMPY,
+    NOT_NUMPY, LAST_TOKEN_TWICE,
 )  # fmt: skip
 
 
@@ -348,6 +352,20 @@ class _Battery:
 
     # generate_cached ----------------------------------------------------------------------------
 
+    def distinguishing_prompt(self, t: int, n_new: int) -> list[int] | None:
+        """A prompt of t tokens on which running its last token through decode_step again after
+        prefill changes the greedy tokens (and every greedy choice is far from a tie); None when
+        none turns up (greedy tokens of a small random model often agree anyway)."""
+        for _ in range(200):
+            prompt = self.tokens(t)
+            if greedy_margin(self.params, prompt, n_new) <= 1e-6:
+                continue
+            if generate_last_token_twice(self.params, prompt, n_new) != generate_cached(
+                self.params, prompt, n_new
+            ):
+                return prompt
+        return None
+
     def generates(self, prompt: list[int], n_new: int) -> None:
         _require(self.session, ENTRY_POINT, "generate_cached(params, prompt, n_new)")
         want = generate_cached(self.params, prompt, n_new)
@@ -370,9 +388,26 @@ class _Battery:
         first = next((i for i, (a, b) in enumerate(zip(got, want, strict=True)) if a != b), None)
         if first is not None:
             where = "a prompt token" if first < len(prompt) else f"new token {first - len(prompt) + 1}"
+            hint = ""
+            if got == generate_last_token_twice(self.params, prompt, n_new):
+                self.report.diagnose(LAST_TOKEN_TWICE)
+                hint = f": {LAST_TOKEN_TWICE}"
             raise Mismatch(
                 f"token {first} ({where}) is {got[first]}, expected {want[first]}; expected {want}, got {got}"
+                + hint
             )
+
+
+def generate_last_token_twice(params: Params, prompt: list[int], n_new: int) -> list[int]:
+    """The known mistake: after prefill, the last prompt token goes through decode_step once more."""
+    tokens = [int(t) for t in prompt]
+    cache, _ = prefill(params, tokens)
+    logits = decode_step(params, tokens[-1], cache)
+    for _ in range(n_new):
+        nxt = int(np.argmax(logits))
+        tokens.append(nxt)
+        logits = decode_step(params, nxt, cache)
+    return tokens
 
 
 def run(session: Session, seed: int | None = None) -> CheckReport:
@@ -407,5 +442,12 @@ def run(session: Session, seed: int | None = None) -> CheckReport:
         b.test(
             f"generate_cached(params, {prompt}, {n_new}) equals greedy decoding",
             partial(b.generates, prompt, n_new),
+        )
+    # A prompt chosen so that the tokens tell the last prompt token run twice from the right answer.
+    tell = b.distinguishing_prompt(int(b.rng.integers(2, 6)), 6)
+    if tell is not None:
+        b.test(
+            f"generate_cached(params, {tell}, 6): prefill has already cached the last prompt token",
+            partial(b.generates, tell, 6),
         )
     return b.report

@@ -127,6 +127,19 @@ class InProcessSession:
             raise SubmissionError(type(exc).__name__, str(exc)) from None
         return (self._keep(result) if keep else self._from_wire(result)), largest
 
+    def call_counted(self, target: str | Handle, *args: Any, **kwargs: Any) -> tuple[Any, int, int]:
+        from graders.sandbox.work_counter import counted_call
+
+        fn = self.module.__dict__[target] if isinstance(target, str) else _to_wire(target, self._objects)
+        wire_args = [_to_wire(a, self._objects) for a in args]
+        wire_kwargs = {k: _to_wire(v, self._objects) for k, v in kwargs.items()}
+        try:
+            with contextlib.redirect_stdout(self._out):
+                result, largest, madds = counted_call(fn, wire_args, wire_kwargs)
+        except Exception as exc:  # noqa: BLE001 - the submission's exception is data
+            raise SubmissionError(type(exc).__name__, str(exc)) from None
+        return self._from_wire(result), largest, madds
+
     def call_and_storages(self, target: Handle, *args: Any, of: Handle) -> tuple[Any, list[tuple[int, int]]]:
         return self.call(target, *args), self.storages(of)
 

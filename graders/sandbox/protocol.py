@@ -104,6 +104,13 @@ def measured_reply(value: Any) -> tuple[Any, int]:
     raise SubmissionError("RuntimeError", "the measured call's reply was tampered with")
 
 
+def counted_reply(value: Any) -> tuple[Any, int, int]:
+    """Split a counted call's reply, [result, largest, multiply-adds]; a malformed one is an error."""
+    if type(value) is list and len(value) == 3 and all(type(n) is int and n >= 0 for n in value[1:]):
+        return value[0], value[1], value[2]
+    raise SubmissionError("RuntimeError", "the counted call's reply was tampered with")
+
+
 def storages_reply(value: Any) -> list[tuple[int, int]]:
     """Check a storages reply: a list of [data_ptr, nbytes] pairs of ints."""
     if type(value) is list and all(
@@ -149,6 +156,10 @@ class Session(Protocol):
         """A `with` block measuring the kernel's peak of the submission process's resident memory,
         above what it held before its code was loaded (graders/sandbox/outside.py); None where it
         cannot be measured from outside (the in-process backend, no /proc)."""
+
+    def call_counted(self, target: str | Handle, *args: Any, **kwargs: Any) -> tuple[Any, int, int]:
+        """`call`, counted: (result, its largest floating-point tensor, the multiply-adds of its matrix
+        products). See graders/sandbox/work_counter.py for what it counts."""
 
     def call_and_storages(self, target: Handle, *args: Any, of: Handle) -> tuple[Any, list[tuple[int, int]]]:
         """`call(target, *args)`, then `storages(of)`, in one round trip."""

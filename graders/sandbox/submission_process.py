@@ -27,6 +27,7 @@ from graders.sandbox.protocol import (
     LoadError,
     Pending,
     SubmissionError,
+    counted_reply,
     measured_reply,
     storages_reply,
 )
@@ -147,6 +148,11 @@ class SandboxSession:
         encoder = self._encoder()
         header = {**_call_header(encoder, target, args, kwargs, keep=bool(keep)), "measure": True}
         return measured_reply(self._request(header, encoder))
+
+    def call_counted(self, target: str | Handle, *args: Any, **kwargs: Any) -> tuple[Any, int, int]:
+        encoder = self._encoder()
+        header = {**_call_header(encoder, target, args, kwargs, keep=False), "measure": "work"}
+        return counted_reply(self._request(header, encoder))
 
     def call_and_storages(self, target: Handle, *args: Any, of: Handle) -> tuple[Any, list[tuple[int, int]]]:
         encoder = self._encoder()
