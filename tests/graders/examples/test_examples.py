@@ -1,4 +1,4 @@
-"""The Run's visible examples and custom input, for all 14 challenges (in-process: fast and exact).
+"""The Run's visible examples and custom input, for every challenge (in-process: fast and exact).
 
 The real sandbox path (hostile code, limits) is tested in test_run_sandbox.py.
 """
@@ -43,6 +43,7 @@ WRONG: dict[str, tuple[str, str]] = {
     "speculative-decoding": ("no_bonus_token", "is [4, 2, 3, 0], expected [4, 2, 3, 0, 5]"),
     "sampling": ("top_k_ignored", "filter_probs(logits, temperature=1.0, top_k=5, top_p=0.8) (B, V) differs"),
     "int8-kv-cache": ("per_tensor_scale", "quantize_kv's q (int8) differs at"),
+    "logits-processors": ("rep_divides_all", "-inf shown as 0 (B, V) differs by up to"),
 }
 
 # A custom input breaking a rule between parameters, per challenge that has one: (input, parameter named).
