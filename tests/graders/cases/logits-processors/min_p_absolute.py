@@ -35,7 +35,7 @@ def process_logits(
         x = torch.where(seen, penalised, x)
         # (2) OpenAI / vLLM: presence once, frequency per occurrence.
         x = x - presence_penalty * seen.to(out.dtype) - frequency_penalty * counts
-        # (3) the tokens that would repeat an n-gram: the n-grams whose first n - 1 tokens are the row's last n - 1.
+        # (3) ban what would repeat an n-gram: n-grams whose first n - 1 tokens are the row's last n - 1.
         if n > 0 and len(row) >= n - 1:
             prefix = row[len(row) - (n - 1) :]  # not row[-(n - 1):], which is the whole row for n = 1
             banned = [row[i + n - 1] for i in range(len(row) - n + 1) if row[i : i + n - 1] == prefix]
