@@ -33,6 +33,7 @@ CHALLENGE_MODULES = {
     "sampling": "graders.checks.sampling",
     "int8-kv-cache": "graders.checks.int8_kv_cache",
     "moe-routing": "graders.checks.moe_routing",
+    "logits-processors": "graders.checks.logits_processors",
 }
 
 __all__ = ["CHALLENGE_MODULES", "CheckReport", "load_check"]

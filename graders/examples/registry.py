@@ -11,6 +11,7 @@ from graders.examples.kernels import (
     TILED_ATTENTION,
 )
 from graders.examples.model import MOE_ROUTING
+from graders.examples.processors import LOGITS_PROCESSORS
 from graders.examples.small import KV_CACHE_BYTES, NUMPY_CACHED_GENERATION, SAMPLING, SPECULATIVE_DECODING
 from graders.examples.spec import RunSpec
 
@@ -32,6 +33,7 @@ RUN_SPECS: dict[str, RunSpec] = {
         SAMPLING,
         INT8_KV_CACHE,
         MOE_ROUTING,
+        LOGITS_PROCESSORS,
     )
 }
 

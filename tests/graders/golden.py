@@ -43,6 +43,7 @@ STARTER_DIAGNOSIS: dict[str, list[str]] = {
     "sampling": ["your code raised NotImplementedError"],
     "int8-kv-cache": ["your code raised NotImplementedError"],
     "moe-routing": ["your code raised NotImplementedError"],
+    "logits-processors": ["your code raised NotImplementedError"],
 }
 
 

@@ -44,6 +44,7 @@ WRONG: dict[str, tuple[str, str]] = {
     "sampling": ("top_k_ignored", "filter_probs(logits, temperature=1.0, top_k=5, top_p=0.8) (B, V) differs"),
     "int8-kv-cache": ("per_tensor_scale", "quantize_kv's q (int8) differs at"),
     "moe-routing": ("index_order", "route's experts (T, top_k), renormalize=True"),
+    "logits-processors": ("rep_divides_all", "-inf shown as 0 (B, V) differs by up to"),
 }
 
 # A custom input breaking a rule between parameters, per challenge that has one: (input, parameter named).
