@@ -32,6 +32,7 @@ CHALLENGE_MODULES = {
     "speculative-decoding": "graders.checks.speculative_decoding",
     "sampling": "graders.checks.sampling",
     "int8-kv-cache": "graders.checks.int8_kv_cache",
+    "continuous-batching": "graders.checks.continuous_batching",
 }
 
 __all__ = ["CHALLENGE_MODULES", "CheckReport", "load_check"]

@@ -10,6 +10,7 @@ from graders.examples.kernels import (
     ROPE_CACHED_ATTENTION,
     TILED_ATTENTION,
 )
+from graders.examples.scheduling import CONTINUOUS_BATCHING
 from graders.examples.small import KV_CACHE_BYTES, NUMPY_CACHED_GENERATION, SAMPLING, SPECULATIVE_DECODING
 from graders.examples.spec import RunSpec
 
@@ -30,6 +31,7 @@ RUN_SPECS: dict[str, RunSpec] = {
         SPECULATIVE_DECODING,
         SAMPLING,
         INT8_KV_CACHE,
+        CONTINUOUS_BATCHING,
     )
 }
 

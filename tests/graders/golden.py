@@ -40,6 +40,7 @@ STARTER_DIAGNOSIS: dict[str, list[str]] = {
     "speculative-decoding": ["your code raised NotImplementedError"],
     "sampling": ["your code raised NotImplementedError"],
     "int8-kv-cache": ["your code raised NotImplementedError"],
+    "continuous-batching": ["raised NotImplementedError"],
 }
 
 

@@ -1,4 +1,4 @@
-"""The Run's visible examples and custom input, for all 14 challenges (in-process: fast and exact).
+"""The Run's visible examples and custom input, for every challenge (in-process: fast and exact).
 
 The real sandbox path (hostile code, limits) is tested in test_run_sandbox.py.
 """
@@ -43,6 +43,7 @@ WRONG: dict[str, tuple[str, str]] = {
     "speculative-decoding": ("no_bonus_token", "is [4, 2, 3, 0], expected [4, 2, 3, 0, 5]"),
     "sampling": ("top_k_ignored", "filter_probs(logits, temperature=1.0, top_k=5, top_p=0.8) (B, V) differs"),
     "int8-kv-cache": ("per_tensor_scale", "quantize_kv's q (int8) differs at"),
+    "continuous-batching": ("preempted_to_back", "step-by-step trace: the first difference is at row"),
 }
 
 # A custom input breaking a rule between parameters, per challenge that has one: (input, parameter named).
@@ -57,6 +58,7 @@ BROKEN_RULES: dict[str, tuple[dict[str, object], str]] = {
     "tiled-attention": ({"Tq": 8, "Tk": 4, "causal": True}, "Tq"),
     "paged-kv-cache": ({"n_blocks": 3, "block_size": 2, "len_a": 6, "len_b": 3}, "n_blocks"),
     "sampling": ({"vocab": 4, "top_k": 9}, "top_k"),
+    "continuous-batching": ({"num_blocks": 1, "block_size": 1}, "num_blocks"),
 }
 
 
@@ -89,7 +91,10 @@ def test_the_solution_passes_every_example_and_the_default_custom_input(slug: st
         assert case.outputs and all(o.passed and o.message == "" for o in case.outputs)
         for output in case.outputs:
             assert output.expected.text == output.got.text or output.tolerance != "exact"
-            assert output.max_abs_diff is not None and output.max_abs_diff <= 1e-3
+            if output.trace is None:  # a step-by-step trace has rows, not numbers
+                assert output.max_abs_diff is not None and output.max_abs_diff <= 1e-3
+            else:
+                assert output.trace and not any(step["differs"] for step in output.trace)
             assert output.first_mismatch is None
     assert custom is not None and custom.custom and custom.input == spec_for(slug).defaults()
 
@@ -104,6 +109,8 @@ def test_a_realistic_wrong_solution_fails_an_example_saying_what_differs(slug: s
     wrong = next(o for c in failed for o in c.outputs if not o.passed)
     assert wrong.message
     assert wrong.expected.text != wrong.got.text or wrong.first_mismatch is not None
+    if wrong.trace is not None:  # the first differing step is marked, and only it
+        assert [step["first"] for step in wrong.trace].count(True) == 1
     assert wrong.tolerance in ("exact", "rtol=0.0001, atol=1e-05")
 
 
