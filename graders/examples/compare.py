@@ -194,10 +194,6 @@ def judge(item: Compared, report: CheckReport) -> OutputResult:
         except Mismatch as exc:
             passed, message = False, str(exc)
     largest, first = _difference(item.got, item.want, item.exact)
-    row = _first_row(item.got, item.want) if item.labels else None
-    if row is not None:  # a trace: where the rows first part
-        got_row = item.got[row] if isinstance(item.got, list) and row < len(item.got) else ""
-        first = {"index": [row], "got": str(got_row), "expected": item.want[row]}
     return OutputResult(
         item.what,
         passed,
