@@ -87,6 +87,14 @@ class MismatchOut(BaseModel):
     expected: float | int
 
 
+class TraceStepOut(BaseModel):
+    step: str = Field(description="the call of the script: add A(8, 3), or step")
+    got: str = Field(description="what the submission answered")
+    expected: str = Field(description="what the reference answered")
+    differs: bool
+    first: bool = Field(description="the first row that differs")
+
+
 class OutputOut(BaseModel):
     what: str = Field(description="the output compared, with its shape")
     passed: bool
@@ -96,6 +104,9 @@ class OutputOut(BaseModel):
     max_abs_diff: float | None
     tolerance: str = Field(description='"exact", or the allclose tolerances used')
     first_mismatch: MismatchOut | None
+    trace: list[TraceStepOut] | None = Field(
+        default=None, description="a step-by-step trace beside the reference's (the scheduler's Run)"
+    )
 
 
 class CaseOut(BaseModel):

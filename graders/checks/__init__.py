@@ -34,6 +34,7 @@ CHALLENGE_MODULES = {
     "int8-kv-cache": "graders.checks.int8_kv_cache",
     "moe-routing": "graders.checks.moe_routing",
     "logits-processors": "graders.checks.logits_processors",
+    "continuous-batching": "graders.checks.continuous_batching",
 }
 
 __all__ = ["CHALLENGE_MODULES", "CheckReport", "load_check"]

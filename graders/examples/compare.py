@@ -43,9 +43,12 @@ class OutputResult:
     tolerance: str  # "exact" or "rtol=0.0001, atol=1e-05"
     # Where the two first differ beyond the tolerance: {"index": [...], "got": x, "expected": y}
     first_mismatch: dict[str, Any] | None = None
+    # A step-by-step trace: [{"step", "got", "expected", "differs"}], the first differing row marked.
+    trace: list[dict[str, Any]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "trace": self.trace,
             "what": self.what,
             "passed": self.passed,
             "message": self.message,
@@ -82,6 +85,8 @@ def summarize(value: Any) -> Summary:
     if isinstance(value, list | tuple) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
         shown = ", ".join(map(str, value[: LEADING * 2])) + (", ..." if len(value) > LEADING * 2 else "")
         return Summary(f"[{shown}] ({len(value)} items)", [len(value)], "int", list(value[:LEADING]))
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):  # a trace's rows
+        return Summary(f"{len(value)} rows: " + " | ".join(value[:3]) + (" | ..." if len(value) > 3 else ""))
     text = describe(value) if not isinstance(value, list | tuple | dict) else type(value).__name__
     if isinstance(value, list | tuple | dict):
         text += f" of {len(value)} items"
@@ -128,6 +133,14 @@ def _exact(item: Compared) -> tuple[bool, str]:
                 f"got {tensor[index].item()}, expected {want[index].item()}"
             )
         return True, ""
+    if item.labels:
+        first = _first_row(got, want)
+        if first is None:
+            return True, ""
+        return False, (
+            f"{item.what}: the first difference is at row {first + 1} ({item.labels[first]}): "
+            f"yours {got[first] if first < len(got) else '(nothing)'}, the reference {want[first]}"
+        )
     if isinstance(want, list):
         if type(got) is not list or any(isinstance(v, bool) or not isinstance(v, int) for v in got):
             return False, f"{item.what} should be a list of ints, got {describe(got)}"
@@ -145,6 +158,26 @@ def _exact(item: Compared) -> tuple[bool, str]:
     if int(got) != want:
         return False, f"{item.what} is {int(got)}, expected {want}"
     return True, ""
+
+
+def _first_row(got: Any, want: list[str]) -> int | None:
+    rows = list(got) if isinstance(got, list) else []
+    return next((i for i, w in enumerate(want) if i >= len(rows) or rows[i] != w), None)
+
+
+def _trace(item: Compared) -> list[dict[str, Any]]:
+    got = [str(g) for g in item.got] if isinstance(item.got, list) else []
+    first = _first_row(got, item.want)
+    return [
+        {
+            "step": label,
+            "got": got[i] if i < len(got) else "",
+            "expected": item.want[i],
+            "differs": got[i] != item.want[i] if i < len(got) else True,
+            "first": i == first,
+        }
+        for i, label in enumerate(item.labels)
+    ]
 
 
 def judge(item: Compared, report: CheckReport) -> OutputResult:
@@ -170,4 +203,5 @@ def judge(item: Compared, report: CheckReport) -> OutputResult:
         max_abs_diff=largest,
         tolerance=tolerance,
         first_mismatch=first,
+        trace=_trace(item) if item.labels else None,
     )

@@ -12,6 +12,7 @@ from graders.examples.kernels import (
 )
 from graders.examples.model import MOE_ROUTING
 from graders.examples.processors import LOGITS_PROCESSORS
+from graders.examples.scheduling import CONTINUOUS_BATCHING
 from graders.examples.small import KV_CACHE_BYTES, NUMPY_CACHED_GENERATION, SAMPLING, SPECULATIVE_DECODING
 from graders.examples.spec import RunSpec
 
@@ -34,6 +35,7 @@ RUN_SPECS: dict[str, RunSpec] = {
         INT8_KV_CACHE,
         MOE_ROUTING,
         LOGITS_PROCESSORS,
+        CONTINUOUS_BATCHING,
     )
 }
 

@@ -120,6 +120,8 @@ class Compared:
     # Known-wrong outputs (fewest mistakes first), computed only when `got` does not match.
     variants: Callable[[], Sequence[Variant]] = list
     hint: str = ""  # said after a mismatch no variant explains
+    # For a step-by-step trace (got and want lists of row texts): what each row is, in order.
+    labels: tuple[str, ...] = ()
 
 
 Case = Callable[[Session, dict[str, Any]], list[Compared]]

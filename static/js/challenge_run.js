@@ -140,6 +140,34 @@
     return td;
   }
 
+  // A step-by-step trace (the scheduler's Run): each call of the script, the reference's answer
+  // beside yours, the first row that differs marked.
+  function traceRow(trace) {
+    const row = document.createElement("tr");
+    row.className = "trace-row";
+    const td = document.createElement("td");
+    td.colSpan = 5;
+    const table = document.createElement("table");
+    table.className = "run-trace";
+    const head = table.createTHead().insertRow();
+    for (const title of ["#", "Call", "Reference", "Yours"]) {
+      const th = document.createElement("th");
+      th.textContent = title;
+      head.append(th);
+    }
+    const body = table.createTBody();
+    trace.forEach((step, i) => {
+      const tr = body.insertRow();
+      if (step.differs) tr.className = step.first ? "differs first-difference" : "differs";
+      for (const [label, text] of [["#", String(i + 1)], ["Call", step.step], ["Reference", step.expected], ["Yours", step.got]]) {
+        cell(tr, label, text);
+      }
+    });
+    td.append(table);
+    row.append(td);
+    return row;
+  }
+
   function render(data) {
     const cases = [...data.examples, ...(data.custom ? [data.custom] : [])];
     const verdict = document.getElementById("run-verdict");
@@ -172,6 +200,7 @@
           diff.append(span);
         }
         rows.append(row);
+        if (output && output.trace) rows.append(traceRow(output.trace));
       }
     }
     const out = document.getElementById("run-output");

@@ -44,6 +44,7 @@ STARTER_DIAGNOSIS: dict[str, list[str]] = {
     "int8-kv-cache": ["your code raised NotImplementedError"],
     "moe-routing": ["your code raised NotImplementedError"],
     "logits-processors": ["your code raised NotImplementedError"],
+    "continuous-batching": ["raised NotImplementedError"],
 }
 
 

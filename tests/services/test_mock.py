@@ -379,7 +379,9 @@ def test_a_guests_interviews_move_to_the_account(db: Session, settings: Settings
     assert not db.exec(select(CardProgress).where(CardProgress.user_id == guest_id)).all()
 
 
-@pytest.mark.parametrize("slug", ["paged-kv-cache", "speculative-decoding", "sampling", "int8-kv-cache"])
+@pytest.mark.parametrize(
+    "slug", ["paged-kv-cache", "speculative-decoding", "sampling", "int8-kv-cache", "continuous-batching"]
+)
 def test_the_coding_question_can_be_a_serving_challenge(db: Session, settings: Settings, slug: str) -> None:
     """Asked for a serving challenge's topic and difficulty, the mock interview draws it."""
     challenge = catalog().challenge(slug)

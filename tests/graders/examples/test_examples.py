@@ -45,6 +45,7 @@ WRONG: dict[str, tuple[str, str]] = {
     "int8-kv-cache": ("per_tensor_scale", "quantize_kv's q (int8) differs at"),
     "moe-routing": ("index_order", "route's experts (T, top_k), renormalize=True"),
     "logits-processors": ("rep_divides_all", "-inf shown as 0 (B, V) differs by up to"),
+    "continuous-batching": ("preempted_to_back", "step-by-step trace: the first difference is at row"),
 }
 
 # A custom input breaking a rule between parameters, per challenge that has one: (input, parameter named).
@@ -59,6 +60,7 @@ BROKEN_RULES: dict[str, tuple[dict[str, object], str]] = {
     "tiled-attention": ({"Tq": 8, "Tk": 4, "causal": True}, "Tq"),
     "paged-kv-cache": ({"n_blocks": 3, "block_size": 2, "len_a": 6, "len_b": 3}, "n_blocks"),
     "sampling": ({"vocab": 4, "top_k": 9}, "top_k"),
+    "continuous-batching": ({"num_blocks": 1, "block_size": 1}, "num_blocks"),
 }
 
 
@@ -91,7 +93,10 @@ def test_the_solution_passes_every_example_and_the_default_custom_input(slug: st
         assert case.outputs and all(o.passed and o.message == "" for o in case.outputs)
         for output in case.outputs:
             assert output.expected.text == output.got.text or output.tolerance != "exact"
-            assert output.max_abs_diff is not None and output.max_abs_diff <= 1e-3
+            if output.trace is None:  # a step-by-step trace has rows, not numbers
+                assert output.max_abs_diff is not None and output.max_abs_diff <= 1e-3
+            else:
+                assert output.trace and not any(step["differs"] for step in output.trace)
             assert output.first_mismatch is None
     assert custom is not None and custom.custom and custom.input == spec_for(slug).defaults()
 
@@ -105,7 +110,10 @@ def test_a_realistic_wrong_solution_fails_an_example_saying_what_differs(slug: s
     assert any(phrase in c.message for c in failed), [c.message for c in failed]
     wrong = next(o for c in failed for o in c.outputs if not o.passed)
     assert wrong.message
-    assert wrong.expected.text != wrong.got.text or wrong.first_mismatch is not None
+    if wrong.trace is not None:  # a trace: the first differing step is marked, and only it
+        assert [step["first"] for step in wrong.trace].count(True) == 1
+    else:
+        assert wrong.expected.text != wrong.got.text or wrong.first_mismatch is not None
     assert wrong.tolerance in ("exact", "rtol=0.0001, atol=1e-05")
 
 
