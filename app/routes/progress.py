@@ -100,8 +100,9 @@ def _progress_page(request: Request, settings: Settings, catalog: Catalog, now: 
     kept: PersonalPages = request.app.state.personal_pages
     with Session(request.app.state.engine) as session:
         user = find_user(request, session) or User(id=0, guest_token=guest_token(request))
-        # A visitor with a row, and no message waiting, gets the page kept since their last write.
-        keep = bool(user.id) and not request.session.get(FLASH_KEY)
+        # A visitor with no message waiting gets the page kept since their last write; those
+        # without a user row (id 0: nothing written) share one.
+        keep = user.id is not None and not request.session.get(FLASH_KEY)
         version = data_version(session, user) if keep else ()
         if keep:
             assert user.id is not None
