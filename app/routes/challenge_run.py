@@ -22,6 +22,7 @@ from app.deps import (
     ChallengeDep,
     RunsDep,
     SettingsDep,
+    SourceCode,
     SubmitLimiter,
     Visitor,
     refuse_oversized,
@@ -38,7 +39,7 @@ Number = int | float | bool  # bool first would turn 1 into True; pydantic keeps
 
 
 class RunBody(ApiModel):
-    code: str = Field(description="Python source defining the challenge's entry point")
+    code: SourceCode = Field(description="Python source defining the challenge's entry point")
     input: dict[str, Number] | None = Field(
         default=None,
         description="The custom input, {parameter: value}; parameters left out take their defaults; "
