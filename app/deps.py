@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Form, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
+from pydantic import AfterValidator
 from pydantic import Field as PydanticField
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
@@ -212,9 +213,25 @@ async def challenge_by_slug(slug: str, catalog: CatalogDep) -> Challenge:
 ChallengeDep = Annotated[Challenge, Depends(challenge_by_slug)]
 
 
+def _utf8_text(code: str) -> str:
+    """Code must be text UTF-8 can hold: a lone surrogate ("\\ud800" in JSON) cannot be stored or run."""
+    try:
+        code.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"the code holds a lone surrogate (U+{ord(code[exc.start]):04X}) at character {exc.start}, "
+            "which is not text: remove it"
+        ) from None
+    return code
+
+
+# Python source as the API takes it: any text that UTF-8 can encode.
+SourceCode = Annotated[str, AfterValidator(_utf8_text)]
+
+
 # The body of a code submission, on a challenge's page or in a mock interview.
 class CodeSubmission(ApiModel):
-    code: str = PydanticField(description="Python source defining the challenge's entry point")
+    code: SourceCode = PydanticField(description="Python source defining the challenge's entry point")
 
 
 def refuse_oversized(code: str, settings: Settings) -> None:

@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from app.config import Settings, get_settings
 from app.content.catalog import load_catalog
 from app.cookie_session import (
+    STATIC_PREFIX,
     GuestSessionMiddleware,
     SessionCookieMiddleware,
     csrf_token,
@@ -69,7 +70,10 @@ templates.env.globals.update(csrf_token=csrf_token, signed_in_email=signed_in_em
 
 
 def _wants_html(request: Request) -> bool:
-    return not request.url.path.startswith("/api") and "text/html" in request.headers.get("accept", "")
+    """A page's error is a page; /api and /static errors are plain (static requests carry no
+    session, which the page's header reads)."""
+    path = request.url.path
+    return not path.startswith(("/api", STATIC_PREFIX)) and "text/html" in request.headers.get("accept", "")
 
 
 def _error_page(request: Request, status: int, detail: str) -> Response:

@@ -79,10 +79,11 @@ NOT_JSON = _refuse(
 )
 
 
-def _same_origin(origin: bytes, host: bytes | None) -> bool:
-    """Origin is scheme://host[:port]; it must name the host the request was sent to."""
-    _, sep, netloc = origin.partition(b"://")
-    return bool(sep) and host is not None and netloc == host
+def _same_origin(origin: bytes, host: bytes | None, scheme: bytes) -> bool:
+    """Origin is scheme://host[:port]; it must name the scheme and host the request was sent to
+    (https://host and http://host are two origins: a page of one may not act on the other)."""
+    origin_scheme, sep, netloc = origin.partition(b"://")
+    return bool(sep) and host is not None and netloc == host and origin_scheme.lower() == scheme
 
 
 class RequestGuard:
@@ -137,7 +138,11 @@ class RequestGuard:
                 content_type = value
             elif name == b"x-requested-with":
                 requested_with = True
-        if origin is not None and not _same_origin(origin, host) and origin not in self.trusted_origins:
+        if (
+            origin is not None
+            and not _same_origin(origin, host, str(scope.get("scheme", "http")).encode())
+            and origin not in self.trusted_origins
+        ):
             return FOREIGN_ORIGIN
         if scope["path"].startswith("/api/") and not requested_with:
             media_type = (content_type or b"").split(b";", 1)[0].strip().lower()

@@ -25,6 +25,7 @@ from app.deps import (
     RunIpLimiter,
     RunsDep,
     SettingsDep,
+    SourceCode,
     SubmitLimiter,
     Visitor,
     client_address,
@@ -43,7 +44,7 @@ Number = int | float | bool  # bool first would turn 1 into True; pydantic keeps
 
 
 class RunBody(ApiModel):
-    code: str = Field(description="Python source defining the challenge's entry point")
+    code: SourceCode = Field(description="Python source defining the challenge's entry point")
     input: dict[str, Number] | None = Field(
         default=None,
         description="The custom input, {parameter: value}; parameters left out take their defaults; "
