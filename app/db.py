@@ -64,7 +64,10 @@ def private_file(path: Path) -> None:
     files the database file's mode. Files of another owner are left as they are.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    # O_EXCL: an existing file is never opened here. Closing any descriptor of a SQLite file
+    # drops every POSIX lock this process holds on it (SQLite's "how to corrupt" page, 2.2).
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
     for each in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         with contextlib.suppress(FileNotFoundError, PermissionError):
             if each.stat().st_mode & 0o077:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -18,14 +20,14 @@ from app.main import create_app
 from app.models import LabRun, utcnow
 
 
-def _client(db_url: str, tmp_path: Path, workers: int) -> TestClient:
+def _client(db_url: str, tmp_path: Path, workers: int, **overrides: object) -> TestClient:
     settings = Settings(
         database_url=db_url,
         content_root=ROOT / "questions",
         grading_workers=workers,
         embedded_queue="memory",
         lab_lock_file=tmp_path / "lab.lock",
-        lab_runs_per_hour=3,
+        **{"lab_runs_per_hour": 3, "lab_max_pending_per_address": 4, "lab_poll_s": 0.2, **overrides},  # type: ignore[arg-type]
     )
     return TestClient(create_app(settings))
 
@@ -98,12 +100,117 @@ def test_bad_requests_and_other_peoples_runs(idle_client: TestClient) -> None:
         assert stranger.get(f"/lab/runs/{run_id}").status_code == 404
 
 
-def test_the_lab_is_rate_limited_per_user(idle_client: TestClient) -> None:
+def test_guests_share_a_small_budget_per_address(idle_client: TestClient) -> None:
     codes = [
         idle_client.post("/api/lab/runs", json={"size": "tiny", "experiments": ["cache_bytes"]}).status_code
         for _ in range(4)
     ]
     assert codes == [202, 202, 202, 429]
+    # A new cookie is no way around it: the budget is the address's.
+    with TestClient(idle_client.app) as fresh:
+        r = fresh.post("/api/lab/runs", json={"size": "tiny"})
+        assert r.status_code == 429 and "sign in" in r.json()["detail"] and int(r.headers["Retry-After"]) > 0
+
+
+def child_pids(parent: int) -> list[int]:
+    """The pids of the `app.lab.child` processes whose parent is `parent` (read from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == parent and b"app.lab.child" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def rss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def test_a_cookieless_flood_from_three_addresses_starts_one_child_at_a_time(
+    db_url: str, tmp_path: Path
+) -> None:
+    """30 cookieless requests from 3 addresses: the caps admit a few, one child runs at a time."""
+    with _client(db_url, tmp_path, workers=1, lab_max_pending=4, lab_max_pending_per_address=2) as client:
+        app = client.app
+        codes: list[int] = []
+        ids: list[str] = []
+        most_children, most_rss = 0, 0
+        for index in range(30):
+            address = f"10.0.0.{index % 3 + 1}"
+            cookieless = TestClient(app, client=(address, 40000 + index))  # no `with`: no second lifespan
+            r = cookieless.post("/api/lab/runs", json={"size": "tiny", "experiments": ["cache_bytes"]})
+            codes.append(r.status_code)
+            if r.status_code == 202:
+                ids.append(r.json()["id"])
+            children = child_pids(os.getpid())
+            most_children = max(most_children, len(children))
+        assert codes.count(202) <= 4 and set(codes) == {202, 429}, codes
+        engine = make_engine(db_url)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            children = child_pids(os.getpid())
+            most_children = max(most_children, len(children))
+            most_rss = max(most_rss, sum(rss_kib(pid) for pid in children))
+            with Session(engine) as session:
+                statuses = [session.get(LabRun, i).status for i in ids]  # type: ignore[union-attr]
+            if all(status in ("done", "failed") for status in statuses):
+                break
+            time.sleep(0.05)
+        engine.dispose()
+        assert statuses == ["done"] * len(ids), statuses
+        assert most_children == 1  # the queue held the others as rows, not as processes
+        assert app.state.lab.started == len(ids)  # type: ignore[attr-defined]
+        assert most_rss < 1024 * 1024, most_rss  # one child's memory (KiB), not thirty
+
+
+def test_a_child_killed_mid_run_fails_its_run_with_the_reason(lab_client: TestClient) -> None:
+    r = lab_client.post("/api/lab/runs", json={"size": "full", "experiments": ["prefill"]})
+    run_id = r.json()["id"]
+    deadline = time.monotonic() + 60
+    while not (children := child_pids(os.getpid())) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert children, "no lab child started"
+    os.kill(children[0], signal.SIGKILL)
+    run = wait_done(lab_client, run_id)
+    assert run["status"] == "failed" and "SIGKILL" in run["error"], run
+
+
+def test_runs_a_stopped_server_left_running_fail_at_start_and_children_end_with_it(
+    db_url: str, tmp_path: Path
+) -> None:
+    with _client(db_url, tmp_path, workers=1) as client:
+        run_id = client.post("/api/lab/runs", json={"size": "full", "experiments": ["prefill"]}).json()["id"]
+        deadline = time.monotonic() + 60
+        while not (children := child_pids(os.getpid())) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert children
+    # The app stopped: its child is gone, and the run says why.
+    time.sleep(0.2)
+    assert not Path(f"/proc/{children[0]}").exists() or children[0] not in child_pids(os.getpid())
+    engine = make_engine(db_url)
+    with Session(engine) as session:
+        run = session.get(LabRun, run_id)
+        assert run is not None and run.status == "failed" and "server stopped" in (run.error or "")
+        run.status, run.error = "running", None  # as a server killed with SIGKILL leaves it
+        session.add(run)
+        session.commit()
+    with _client(db_url, tmp_path, workers=1):
+        with Session(engine) as session:
+            run = session.get(LabRun, run_id)
+            assert run is not None and run.status == "failed" and "server stopped" in (run.error or "")
+    engine.dispose()
 
 
 def test_a_run_that_stopped_reporting_is_shown_failed() -> None:

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from app.config import ROOT, Settings
 from app.main import create_app
 from app.services.challenge_runs import RunsInProgress
+from app.services.ratelimit import RateLimiter
 from graders.checks import CHALLENGE_MODULES
 from tests.services.factories import fast_settings, signup
 
@@ -162,3 +163,24 @@ def test_one_run_per_visitor_is_claimed_and_released() -> None:
             assert first and not again and other
         assert "a" in runs and "b" not in runs and len(runs) == 1
     assert "a" not in runs
+
+
+def test_cookieless_runs_are_limited_per_address(client: TestClient) -> None:
+    """Each cookieless request is a new visitor; the address's own count still stops them."""
+    limit = client.app.state.settings.runs_per_address_per_minute  # type: ignore[attr-defined]
+    client.app.state.run_ip_limiter = RateLimiter("2/minute", "memory://")  # type: ignore[attr-defined]
+    codes = [
+        run(TestClient(client.app, client=("10.1.0.7", 50000 + i)), "x = 1\n").status_code for i in range(3)
+    ]
+    assert codes == [200, 200, 429] and limit == 20
+    other = TestClient(client.app, client=("10.1.0.8", 50100))
+    assert run(other, "x = 1\n").status_code == 200  # another address has its own count
+
+
+def test_runs_wait_for_their_own_slots_and_are_refused_when_none_frees() -> None:
+    runs = RunsInProgress(slots=1)
+    with runs.slot(1.0) as first:
+        with runs.slot(0.05) as second:
+            assert first and not second
+    with runs.slot(0.05) as again:
+        assert again
