@@ -32,7 +32,7 @@ def _check_content(args: argparse.Namespace) -> int:
             print(f"  {problem}", file=sys.stderr)
         return 1
     print(
-        f"ok: {len(bank.cards)} cards in {len(bank.topics)} topics, "
+        f"ok: {len(bank.cards)} cards ({len(bank.live_cards)} live) in {len(bank.topics)} topics, "
         f"{len(catalog.challenges)} challenges ({root})"
     )
     return 0

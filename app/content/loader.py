@@ -61,6 +61,11 @@ class Bank:
     def topic(self, slug: str) -> Topic | None:
         return next((t for t in self.topics if t.slug == slug), None)
 
+    @property
+    def live_cards(self) -> list[Card]:
+        """The cards users are asked: all but those retired in favour of another card."""
+        return [c for c in self.cards if c.superseded_by is None]
+
 
 def _split_sections(body: str) -> dict[str, str]:
     sections: dict[str, str] = {}
@@ -202,6 +207,27 @@ def load_topics(root: Path) -> tuple[list[Topic], list[Problem]]:
     return topics, problems
 
 
+def _supersession_problems(cards: list[Card]) -> list[Problem]:
+    """A retired card must name a live card: not itself, not a missing id, not another retired card."""
+    by_id = {c.id: c for c in cards}
+    problems: list[Problem] = []
+    for card in cards:
+        target = card.superseded_by
+        if target is None:
+            continue
+        if target == card.id:
+            problems.append(Problem(card.path, "superseded_by", "a card cannot supersede itself"))
+        elif target not in by_id:
+            problems.append(Problem(card.path, "superseded_by", f"no card has the id {target!r}"))
+        elif by_id[target].superseded_by is not None:
+            problems.append(
+                Problem(
+                    card.path, "superseded_by", f"{target!r} is retired too: name the live card it points to"
+                )
+            )
+    return problems
+
+
 def load_bank(root: Path) -> Bank:
     """Load topics and every `cards/**/*.md` under root; raise ContentError on any problem."""
     topics, problems = load_topics(root)
@@ -237,6 +263,7 @@ def load_bank(root: Path) -> Bank:
             problems.append(Problem(rel, "id", f"duplicate id {card.id!r}, also used by {seen[card.id]}"))
         seen.setdefault(card.id, rel)
         cards.append(card)
+    problems += _supersession_problems(cards)
     if not cards and not problems:
         problems.append(Problem("cards", "file", "the bank has no cards"))
     if problems:

@@ -54,6 +54,9 @@ class CardFrontMatter(BaseModel):
     # a figure the card quotes rather than computes (a paper's measurement, a data sheet's peak)
     # -> where it comes from: one of `sources`, or a seed ("seed 001")
     quotes: dict[str, str] = Field(default_factory=dict)
+    # A card that asks a question another card already asks is retired, not deleted: its file
+    # stays (so everyone's history of it keeps its text) and names the live card that asks it now.
+    superseded_by: str | None = Field(default=None, pattern=SLUG, max_length=80)
 
     @field_validator("tags")
     @classmethod

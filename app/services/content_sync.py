@@ -64,17 +64,22 @@ def sync_bank(*, session: Session, bank: Bank) -> SyncReport:
             search_text=card.search_text().lower(),
             content_hash=digest,
             path=card.path,
-            retired=False,
+            # A superseded card keeps its row (and everyone's history of it) but leaves the lists.
+            retired=card.superseded_by is not None,
         )
         row = existing.pop(card.id, None)
         if row is None:
             session.add(Card(id=card.id, **fields))
             added += 1
-        elif row.content_hash != digest or row.retired:
+        elif row.content_hash != digest or row.retired != fields["retired"]:
+            newly_retired = fields["retired"] and not row.retired
             for key, value in fields.items():
                 setattr(row, key, value)
             row.updated_at = utcnow()
-            updated += 1
+            if newly_retired:
+                retired += 1
+            else:
+                updated += 1
         else:
             unchanged += 1
     for row in existing.values():

@@ -121,9 +121,9 @@ def test_the_real_bank_passes(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_real_bank_meets_the_coverage_bar(bank_root: Path) -> None:
     loaded = load_bank(bank_root)
-    assert len(loaded.cards) >= 110
+    assert len(loaded.live_cards) >= 110
     per_topic = {t.slug: 0 for t in loaded.topics}
-    for card in loaded.cards:
+    for card in loaded.live_cards:  # a retired card does not count towards its topic
         per_topic[card.topic] += 1
     assert len(per_topic) >= 32
     thin = {slug: n for slug, n in per_topic.items() if n < 3}
