@@ -1,5 +1,5 @@
-"""Figures of the 2026 topics, part one: Blackwell, low-precision formats, hybrid and
-linear-attention models, sparse attention and modern speculative decoding.
+"""Figures of the 2026 topics: Blackwell, low-precision formats, hybrid and linear-attention
+models, sparse attention and modern speculative decoding.
 
 Merged into app.content.figures.compute_figures(); a name defined twice is an error. Names are
 prefixed by topic: `bw_` (blackwell), `lp_` (low-precision-formats), `hyb_`

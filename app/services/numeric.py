@@ -80,6 +80,8 @@ GENERATORS: dict[str, Callable[[random.Random], NumericQuestion]] = {
     "cost_per_million_tokens": numeric_serving.cost_per_million_tokens,
     "low_precision_weight_bytes": numeric_2026.low_precision_weight_bytes,
     "eagle_acceptance": numeric_2026.eagle_acceptance,
+    "all_to_all_bytes": numeric_2026.all_to_all_bytes,
+    "hybrid_state_vs_kv": numeric_2026.hybrid_state_vs_kv,
 }
 
 
@@ -125,6 +127,8 @@ FITS: dict[str, Fit] = {
     "cost_per_million_tokens": _fit("serving-metrics", tags=["cost", "throughput", "capacity-planning"]),
     "low_precision_weight_bytes": _fit("low-precision-formats", "blackwell", tags=["fp4", "nvfp4", "mxfp4"]),
     "eagle_acceptance": _fit("speculative-decoding-modern", tags=["eagle", "acceptance"]),
+    "all_to_all_bytes": _fit("moe-inference", "blackwell", tags=["expert-parallelism"]),
+    "hybrid_state_vs_kv": _fit("hybrid-linear-attention", tags=["hybrid", "memory"]),
 }
 
 # Topics some of whose cards can be asked as a numeric question, and the kinds declared for each.

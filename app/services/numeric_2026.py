@@ -90,3 +90,66 @@ def eagle_acceptance(rng: random.Random) -> NumericQuestion:
             " + ".join(terms) + f" = **{answer:.3f}**.",
         ],
     )
+
+
+# DeepSeek-V3 config.json: hidden 7168, 8 routed experts per token, 58 MoE layers (the first 3
+# of 61 are dense). Dispatch in FP8 (1 byte per element), combine in BF16 (2 bytes).
+_V3_HIDDEN, _V3_TOP_K, _V3_MOE_LAYERS = 7168, 8, 58
+
+
+def all_to_all_bytes(rng: random.Random) -> NumericQuestion:
+    tokens = rng.choice([1, 64, 128, 256, 512])
+    layers = rng.choice([1, _V3_MOE_LAYERS])
+    dispatch_bytes = rng.choice([1, 2])
+    per_copy = _V3_HIDDEN * (dispatch_bytes + 2)
+    answer = tokens * layers * _V3_TOP_K * per_copy
+    scope = "one MoE layer" if layers == 1 else f"all {layers} MoE layers"
+    dispatch_name = "FP8 (1 byte per element)" if dispatch_bytes == 1 else "BF16 (2 bytes per element)"
+    return memory_question(
+        generator="all_to_all_bytes",
+        prompt=(
+            f"DeepSeek-V3 (hidden size {_V3_HIDDEN:,}, {_V3_TOP_K} routed experts per token) is served "
+            f"with wide expert parallelism, every routed expert on a different GPU than the token. "
+            f"Dispatch sends each token's hidden vector to each of its experts in **{dispatch_name}**; "
+            "combine sends each expert's output back in **BF16**. How many bytes cross the "
+            f"all-to-all for **{tokens}** token{'s' if tokens > 1 else ''} over **{scope}** "
+            "(payload only, no scales or metadata)? Answer in MB."
+        ),
+        answer=answer,
+        unit="MB",
+        units=("MB", "MiB", "GB", "GiB", "KB", "KiB"),
+        solution=[
+            f"Per token and layer: {_V3_TOP_K} copies out x {_V3_HIDDEN:,} x {dispatch_bytes} bytes + "
+            f"{_V3_TOP_K} copies back x {_V3_HIDDEN:,} x 2 bytes = {_V3_TOP_K * per_copy:,} bytes.",
+            f"Times {tokens} token(s) x {layers} layer(s) = {answer:,} bytes = **{_bytes(answer, 'MB')}**.",
+        ],
+    )
+
+
+def hybrid_state_vs_kv(rng: random.Random) -> NumericQuestion:
+    from app.content.figures_2026 import JAMBA, QWEN3_NEXT
+
+    model = rng.choice([JAMBA, QWEN3_NEXT])
+    tokens = rng.choice([2048, 4096, 8192, 16384])  # short enough that the state is not a rounding error
+    state = model.state_bytes()
+    per_token = model.kv_bytes_per_token()
+    answer = state + per_token * tokens
+    return memory_question(
+        generator="hybrid_state_vs_kv",
+        prompt=(
+            f"**{model.name}** has {model.attention_layers} attention layers ({model.kv_heads} KV heads "
+            f"of {model.head_dim}) and {model.recurrent_layers} recurrent layers, each keeping a "
+            f"{model.state_elements:,}-element state plus a convolution buffer of "
+            f"{model.conv_channels:,} channels x {model.conv_kernel - 1} past inputs. Everything is "
+            f"BF16. How much memory does one sequence of **{tokens:,} tokens** hold (KV cache plus "
+            "recurrent state)? Answer in GiB."
+        ),
+        answer=answer,
+        solution=[
+            f"KV per token: 2 x {model.attention_layers} x {model.kv_heads} x {model.head_dim} x 2 bytes "
+            f"= {per_token:,} bytes; times {tokens:,} = {per_token * tokens:,} bytes.",
+            f"State: {model.recurrent_layers} x ({model.state_elements:,} + {model.conv_channels:,} x "
+            f"{model.conv_kernel - 1}) x 2 bytes = {state:,} bytes, whatever the length.",
+            f"Total {answer:,} bytes = **{_bytes(answer, 'GiB')}**.",
+        ],
+    )

@@ -85,3 +85,55 @@ def test_eagle_slips_fail(seed: int) -> None:
 def test_new_kinds_fit_the_new_topics() -> None:
     assert "low_precision_weight_bytes" in numeric.TOPIC_GENERATORS["low-precision-formats"]
     assert "eagle_acceptance" in numeric.TOPIC_GENERATORS["speculative-decoding-modern"]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_all_to_all_slips_fail(seed: int) -> None:
+    q = numeric.GENERATORS["all_to_all_bytes"](random.Random(seed))
+    tokens = int(re.search(r"for \*\*(\d+)\*\* token", q.prompt).group(1))  # type: ignore[union-attr]
+    layers = 58 if "all 58" in q.prompt else 1
+    out = 1 if "FP8" in q.prompt else 2
+    expected = tokens * layers * 8 * 7168 * (out + 2)
+    assert q.answer == expected
+    assert check(q, f"{expected / 1e6:.4f}", "MB").correct
+    assert not check(q, f"{tokens * layers * 8 * 7168 * out / 1e6:.4f}", "MB").correct  # combine forgotten
+    assert not check(
+        q, f"{tokens * layers * 7168 * (out + 2) / 1e6:.4f}", "MB"
+    ).correct  # one copy, not top-8
+    assert not check(q, f"{expected / 1e6:.4f}", "MiB").correct
+
+
+def test_all_to_all_golden() -> None:
+    for seed in range(2000):
+        q = numeric.GENERATORS["all_to_all_bytes"](random.Random(seed))
+        if "**1** token over **one MoE layer**" in q.prompt and "FP8" in q.prompt:
+            break
+    else:
+        raise AssertionError("no one-token FP8 question")
+    assert q.answer == 8 * 7168 * 1 + 8 * 7168 * 2 == 172_032
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_hybrid_state_slips_fail(seed: int) -> None:
+    q = numeric.GENERATORS["hybrid_state_vs_kv"](random.Random(seed))
+    tokens = int(re.search(r"\*\*([\d,]+) tokens\*\*", q.prompt).group(1).replace(",", ""))  # type: ignore[union-attr]
+    if "Jamba" in q.prompt:
+        kv, state = 2 * 4 * 8 * 128 * 2, 28 * (8192 * 16 + 8192 * 3) * 2
+        all_layers = 2 * 32 * 8 * 128 * 2
+    else:
+        kv, state = 2 * 12 * 2 * 256 * 2, 36 * (32 * 128 * 128 + 8192 * 3) * 2
+        all_layers = 2 * 48 * 2 * 256 * 2
+    expected = kv * tokens + state
+    assert q.answer == expected
+    assert check(q, f"{expected / 2**30:.5f}", "GiB").correct
+    assert not check(q, f"{kv * tokens / 2**30:.5f}", "GiB").correct  # the state forgotten
+    assert not check(q, f"{all_layers * tokens / 2**30:.5f}", "GiB").correct  # every layer given a cache
+
+
+def test_jamba_golden_matches_the_card_figures() -> None:
+    from app.content.figures import compute_figures
+
+    figures = compute_figures()
+    assert figures["hyb_jamba_kib_per_token"] == "16 KiB"
+    assert figures["hyb_jamba_gib_256k"] == "4.00 GiB"  # the Jamba paper's 4GB at 256K
+    assert figures["hyb_mamba2_27b_state_mb"] == "86.0 MB"
