@@ -163,8 +163,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # At most one Run per visitor at a time, and run_slots Runs in all (their own sandbox slots).
     app.state.challenge_runs = RunsInProgress(settings.run_slots)
     app.state.personal_pages = PersonalPages()  # each user's dashboard, until their data moves
-    # The app's own engine, disposed when it shuts down.
-    app.state.engine = make_engine(settings.database_url, settings.sqlite_busy_timeout_s)
     # Innermost first: the kept guest pages answer inside the session middlewares, below any other.
     app.add_middleware(GuestPageShortcut)
     app.add_middleware(GuestSessionMiddleware)
