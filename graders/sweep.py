@@ -21,9 +21,11 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "tests" / "graders" / "cases"
@@ -115,6 +117,19 @@ def _sweep_one(args: tuple[SweepCase, int, int]) -> Outcome:
     return sweep_case(case, range(start, stop))
 
 
+class _Serial:
+    """ProcessPoolExecutor's map and context manager, in this process (--jobs 1)."""
+
+    def __enter__(self) -> _Serial:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def map(self, fn: Callable[[Any], Outcome], items: Iterable[Any]) -> Iterator[Outcome]:
+        return (fn(item) for item in items)
+
+
 def format_outcome(o: Outcome) -> str:
     if o.case.must_pass:
         line = f"{o.case.id} (right answer): passes on {o.seeds - len(o.failed_on)}/{o.seeds} seeds"
@@ -159,18 +174,16 @@ def main(argv: list[str] | None = None) -> int:
     cases = failing_cases(args.challenge, with_passing=args.with_passing)
     started = time.monotonic()
     work = [(case, 0, args.seeds) for case in cases]
-    if args.jobs == 1:
-        outcomes = [_sweep_one(w) for w in work]
-    else:
-        with ProcessPoolExecutor(args.jobs) as pool:
-            outcomes = list(pool.map(_sweep_one, work))
     holes = flaky = 0
-    for o in outcomes:
-        bad = bool(o.passed_on or o.crashed or o.failed_on)
-        holes += bad and not o.case.must_pass
-        flaky += bad and o.case.must_pass
-        if bad or o.unnamed_on or args.verbose:
-            print(format_outcome(o), flush=True)
+    outcomes: list[Outcome] = []
+    with ProcessPoolExecutor(args.jobs) if args.jobs > 1 else _Serial() as pool:
+        for o in pool.map(_sweep_one, work):  # printed as they come: a full sweep takes minutes
+            outcomes.append(o)
+            bad = bool(o.passed_on or o.crashed or o.failed_on)
+            holes += bad and not o.case.must_pass
+            flaky += bad and o.case.must_pass
+            if bad or o.unnamed_on or args.verbose:
+                print(format_outcome(o), flush=True)
     unnamed = sum(bool(o.unnamed_on) for o in outcomes)
     mistakes = sum(not c.must_pass for c in cases)
     summary = (
