@@ -91,8 +91,13 @@ def test_healthy_missing_and_empty_files_pass(tmp_path: Path) -> None:
     check_sqlite_files(settings.model_copy(update={"redis_url": "redis://127.0.0.1:6379"}))  # unused files
 
 
-def test_the_database_and_queue_files_are_the_owners_alone(tmp_path: Path) -> None:
+def test_the_database_and_queue_files_are_the_owners_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Created 0600, side files too, and files named after the database they serve."""
+    # The test processes name their own queue and lock files (tests/conftest.py); here, the defaults.
+    monkeypatch.delenv("KVPREP_QUEUE_FILE", raising=False)
+    monkeypatch.delenv("KVPREP_LAB_LOCK_FILE", raising=False)
     database = tmp_path / "kvprep.sqlite3"
     settings = Settings(database_url=f"sqlite:///{database}", content_root=ROOT / "questions")
     assert settings.queue_file == tmp_path / "kvprep.sqlite3.grading-queue.sqlite3"

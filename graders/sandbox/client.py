@@ -52,7 +52,9 @@ _APPLICABLE_ONLY_UNPRIVILEGED = {"userns"}
 DEFAULT_UID_BASE, DEFAULT_UID_COUNT = 61440, 1024  # app/config.py: sandbox_uid_base, sandbox_uid_count
 
 
-SERVER_PREFIX, WORK_PREFIX = "kvprep-sandbox-", "kvprep-submissions-"  # then the owner's pid
+# Short names, then the owner's pid: the control socket's path must stay under AF_UNIX's 108 bytes
+# even inside a deep TMPDIR.
+SERVER_PREFIX, WORK_PREFIX = "kvprep-sb-", "kvprep-work-"
 
 
 def remove_leftovers(root: str | None = None) -> list[str]:
@@ -130,7 +132,7 @@ class ForkServerClient:
     @property
     def socket_path(self) -> str:
         assert self._dir is not None
-        return os.path.join(self._dir, "control.sock")
+        return os.path.join(self._dir, "ctl.sock")
 
     @property
     def server_pid(self) -> int | None:

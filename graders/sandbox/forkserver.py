@@ -2,7 +2,7 @@
 
 Started by the grader (graders/sandbox/client.py) as
 
-    python -m graders.sandbox.forkserver --socket DIR/control.sock --work WORKDIR [--hide DIR]...
+    python -m graders.sandbox.forkserver --socket DIR/ctl.sock --work WORKDIR [--hide DIR]...
                                          [--protect DIR]... [--uid-base N] [--uid-count N]
                                          [--disable LAYER]... [--spares N]
 

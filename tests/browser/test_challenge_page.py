@@ -16,7 +16,7 @@ from tests.browser.conftest import screenshot, watch_csp
 
 pytestmark = pytest.mark.browser
 
-SLUG = "kv-cache-bytes"  # its starter raises NotImplementedError in every one of its tests
+SLUG = "kv-cache-bytes"  # its starter raises NotImplementedError in every one of its 17 tests
 SOLUTION = (ROOT / "questions" / "challenges" / SLUG / "solution.py").read_text()
 VIEWPORTS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
 
@@ -81,14 +81,14 @@ def test_solve_a_challenge_as_on_leetcode(screen) -> None:  # type: ignore[no-un
     page.keyboard.press("Control+Enter")
     verdict = page.locator("#verdict")
     expect(verdict).to_have_class("verdict-banner failed", timeout=30_000)
-    expect(page.locator("#verdict-summary")).to_have_text("0/15 passed")
+    expect(page.locator("#verdict-summary")).to_have_text("0/17 passed")
     expect(page.locator("#tests li")).to_have_count(1)
     folded = page.locator("#tests li.fail.folded")
-    expect(folded.locator(".repeat-count")).to_have_text("and 14 more tests, the same way")
+    expect(folded.locator(".repeat-count")).to_have_text("and 16 more tests, the same way")
     expect(folded.locator(".message")).to_have_text("your code raised NotImplementedError")
     others = folded.locator(".also-failed")
     others.locator("summary").click()  # the other tests' names, folded away until asked for
-    expect(others.locator(".other-tests p")).to_have_count(14)
+    expect(others.locator(".other-tests p")).to_have_count(16)
     assert not code(page).endswith("\n\n"), "Ctrl+Enter must not also insert a line"
     screenshot(page, f"challenge-page-folded-{name}")
 
@@ -98,7 +98,7 @@ def test_solve_a_challenge_as_on_leetcode(screen) -> None:  # type: ignore[no-un
     expect(item.locator(".attempt-count")).to_have_text("1 attempt")
     item.get_by_role("link").click()
     expect(verdict).to_have_class("verdict-banner failed")
-    expect(page.locator("#verdict-summary")).to_have_text("0/15 passed")
+    expect(page.locator("#verdict-summary")).to_have_text("0/17 passed")
     expect(editor).to_contain_text("def helper(x):")
 
     # The right code, submitted the same way.
@@ -107,15 +107,15 @@ def test_solve_a_challenge_as_on_leetcode(screen) -> None:  # type: ignore[no-un
     page.keyboard.insert_text(SOLUTION)
     page.keyboard.press("Control+Enter")
     expect(verdict).to_have_class("verdict-banner passed", timeout=30_000)
-    expect(page.locator("#verdict-summary")).to_have_text("15/15 passed")
+    expect(page.locator("#verdict-summary")).to_have_text("17/17 passed")
     expect(page.locator("#history li")).to_have_count(2)
 
     # After a reload the last verdict is still there.
     page.reload()
     expect(verdict).to_have_class("verdict-banner passed")
-    expect(page.locator("#verdict-summary")).to_have_text("15/15 passed")
-    expect(page.locator("#tests li.pass")).to_have_count(15)
-    expect(page.locator("#history li").first).to_contain_text("15/15 passed")
+    expect(page.locator("#verdict-summary")).to_have_text("17/17 passed")
+    expect(page.locator("#tests li.pass")).to_have_count(17)
+    expect(page.locator("#history li").first).to_contain_text("17/17 passed")
     screenshot(page, f"challenge-page-reloaded-{name}")
     if name == "phone":
         no_sideways_scroll(page)
@@ -125,7 +125,7 @@ def test_solve_a_challenge_as_on_leetcode(screen) -> None:  # type: ignore[no-un
     past = page.locator("#past-attempt")
     expect(past).to_be_visible()
     expect(page.locator("#past-attempt-verdict")).to_contain_text("Failed")
-    expect(page.locator("#past-attempt-verdict")).to_contain_text("0/15 passed")
+    expect(page.locator("#past-attempt-verdict")).to_contain_text("0/17 passed")
     expect(page.locator("#past-attempt-tests li.folded")).to_have_count(1)
     expect(page.locator("#past-attempt-code")).to_contain_text("def helper(x):\n        return x")
     expect(page.locator("#past-attempt-code")).to_contain_text("raise NotImplementedError")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -40,9 +42,10 @@ def test_a_stopped_server_leaves_no_temporary_folders(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`kvprep serve` stopped with SIGTERM (what systemd, Docker and bench send) cleans up after itself."""
-    tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
-    monkeypatch.setenv("TMPDIR", str(tmpdir))  # where the server's tempfile.mkdtemp folders go
+    # Where the server's tempfile.mkdtemp folders go: a short path, as /tmp is, since the control
+    # socket inside must fit AF_UNIX's 108 bytes (pytest's per-worker tmp_path is too deep for it).
+    tmpdir = Path(tempfile.mkdtemp(prefix="kvt-", dir="/tmp"))
+    monkeypatch.setenv("TMPDIR", str(tmpdir))
     proc, _ = start_server(tmp_path, tmp_path / "server.log")
     try:
         running = sorted(p.name for p in tmpdir.glob("kvprep-*") if p.is_dir())
@@ -51,4 +54,5 @@ def test_a_stopped_server_leaves_no_temporary_folders(
         proc.terminate()
         proc.wait(timeout=60)
     left = sorted(p.name for p in tmpdir.glob("kvprep-*"))
+    shutil.rmtree(tmpdir, ignore_errors=True)
     assert left == [], (tmp_path / "server.log").read_text()[-2000:]
