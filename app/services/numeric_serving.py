@@ -32,6 +32,13 @@ from app.services.numeric_question import (
 WEIGHT_DTYPES = {"bf16": 2.0, "int8": 1.0, "int4": 0.5}
 
 
+def _embedding_note(untouched: int) -> str:
+    """What a decode step leaves unread, said in the prompt so the problem can be solved from it."""
+    if untouched <= 0:
+        return ""  # tied: the table is read once, as the LM head
+    return f", of which {untouched:,} are the input embedding table, gathered one row per token"
+
+
 def _gpu(rng: random.Random) -> GPU:
     return GPUS[rng.choice(list(GPUS))]
 
@@ -80,7 +87,8 @@ def min_decode_latency(rng: random.Random) -> NumericQuestion:
     return NumericQuestion(
         generator="min_decode_latency",
         prompt=(
-            f"**{model.name}** ({params:,} parameters) decodes at **batch 1** with a short context on one "
+            f"**{model.name}** ({params:,} parameters{_embedding_note(params - read)}) decodes at "
+            "**batch 1** with a short context on one "
             f"**{_gpu_line(gpu)}**. Its weights are stored in **{dtype}** ({bpp:g} byte"
             f"{'' if bpp == 1 else 's'} per parameter). Ignoring the KV cache and kernel overheads, what is "
             "the lower bound on the time per output token?"

@@ -23,7 +23,11 @@ def solve(prompt: str) -> tuple[str, str | None]:
     flops = _number(r"([\d,]+) TFLOP/s", prompt) * 1e12
     bandwidth = _number(r"([\d,]+) GB/s", prompt) * 1e9
     if "time per output token" in prompt:
-        params = _number(r"\(([\d,]+) parameters\)", prompt)
+        params = _number(r"\(([\d,]+) parameters", prompt)
+        # A decode step reads every matrix it multiplies by, not the input embedding table.
+        embedding = re.search(r"of which ([\d,]+) are the input embedding table", prompt)
+        if embedding:
+            params -= float(embedding.group(1).replace(",", ""))
         bytes_per_param = _number(r"\(([\d.]+) bytes? per\s+parameter\)", prompt)
         return f"{params * bytes_per_param / bandwidth * 1e3:.3f}", "ms"
     if "batch size" in prompt:

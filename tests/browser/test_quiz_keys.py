@@ -34,6 +34,7 @@ def test_the_quiz_from_the_keyboard(browser, live_server: str, width: str) -> No
 
     start(page, "Recall")
     expect(page.locator(".quiz-item")).to_have_attribute("data-kind", "recall")
+    expect(page.locator("#reveal")).to_be_focused()  # the page's script is running: keys are live
     page.keyboard.press("Space")
     expect(page.locator(".quiz-item")).to_have_attribute("data-state", "revealed")
     expect(page.locator("#strong-answer")).to_be_focused()

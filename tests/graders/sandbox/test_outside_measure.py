@@ -59,5 +59,5 @@ def test_cpu_seconds_grow_with_the_work_done() -> None:
     with shared_client().open() as session:
         session.load(CODE)
         before = outside.cpu_seconds(session.pid)
-        session.call("spin", 3_000_000)
+        session.call("spin", 10_000_000)  # about 0.2-0.5 s of CPU here; ticks are 10 ms
         assert outside.cpu_seconds(session.pid) - before > 0.05
