@@ -14,8 +14,6 @@ address (`lab_max_pending_per_address`); the hourly budgets of the route (app/ro
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import hashlib
 import logging
 import os
@@ -25,7 +23,6 @@ import subprocess
 import tempfile
 import threading
 from datetime import timedelta
-from pathlib import Path
 from typing import IO
 
 from huey.api import Huey
@@ -38,6 +35,7 @@ from app.lab.runner import SIZES
 from app.models import LabRun, utcnow
 from app.services.child_jobs import kill_group, start_child
 from app.services.errors import InvalidInput, TooManyRequests
+from app.services.held_lock import HeldLock
 
 log = logging.getLogger("kvprep.lab")
 TASK_NAME = "kvprep.lab_run"
@@ -99,34 +97,6 @@ def fail_run(engine: Engine, run_id: str, reason: str, *, only_status: tuple[str
     return bool(changed)
 
 
-class LabLock:
-    """This machine's lab lock (an flock on `lab_lock_file`): one lab child at a time per machine."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fd: int | None = None
-
-    def try_acquire(self) -> bool:
-        if self._fd is not None:
-            return True
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            if exc.errno in (errno.EAGAIN, errno.EACCES):
-                return False
-            raise
-        self._fd = fd
-        return True
-
-    def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-
 def launch_child(run_id: str, settings: Settings, stderr: IO[bytes] | None = None) -> subprocess.Popen[bytes]:
     """Start the child that runs one (already claimed) lab job; never waits for it."""
     args = [
@@ -151,7 +121,7 @@ class LabJobs:
         self._child: subprocess.Popen[bytes] | None = None
         self._child_run: str | None = None
         self._child_lock = threading.Lock()
-        self.lock = LabLock(settings.lab_lock_file)
+        self.lock = HeldLock(settings.lab_lock_file)  # one lab child at a time per machine
         # Started: how many children this process launched (the flood test counts processes too).
         self.started = 0
 

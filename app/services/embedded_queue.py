@@ -19,8 +19,6 @@ try for the lock now and then, so a restarted server process takes over).
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import hashlib
 import os
 import select
@@ -32,6 +30,8 @@ from typing import Any
 
 from huey import SqliteHuey
 from huey.storage import SqliteStorage
+
+from app.services.held_lock import HeldLock
 
 
 def wake_address(queue_file: Path) -> str:
@@ -111,7 +111,7 @@ def make_embedded_huey(name: str, queue_file: Path) -> WakeableSqliteHuey:
     return WakeableSqliteHuey(name, filename=str(queue_file), wake_path=wake_address(queue_file))
 
 
-class ConsumerLock:
+class ConsumerLock(HeldLock):
     """An exclusive lock on `<queue file>.lock`: held by the one process that grades.
 
     The holder writes which database it serves into the lock file, so that a server of another
@@ -120,24 +120,16 @@ class ConsumerLock:
     """
 
     def __init__(self, queue_file: Path) -> None:
-        self.path = queue_file.with_name(queue_file.name + ".lock")
-        self._fd: int | None = None
+        super().__init__(queue_file.with_name(queue_file.name + ".lock"))
 
     def try_acquire(self, serves: str = "") -> bool:
         if self._fd is not None:
             return True
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            if exc.errno in (errno.EAGAIN, errno.EACCES):
-                return False
-            raise
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, serves.encode(), 0)
-        self._fd = fd
+        if not super().try_acquire():
+            return False
+        assert self._fd is not None
+        os.ftruncate(self._fd, 0)
+        os.pwrite(self._fd, serves.encode(), 0)
         return True
 
     def holder_serves(self) -> str:
@@ -146,11 +138,6 @@ class ConsumerLock:
             return self.path.read_text(errors="replace").strip()
         except FileNotFoundError:
             return ""
-
-    def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)  # closing the descriptor releases the flock
-            self._fd = None
 
 
 def database_identity(database_url: str) -> str:
