@@ -9,7 +9,8 @@ the grader, a process the submission never runs in:
   mark of the process's resident memory (VmHWM) to what it holds now (Linux >= 4.0,
   Documentation/filesystems/proc.rst "clear_refs").
 - `resident(pid)`: (VmRSS, VmHWM) in bytes, from /proc/<pid>/status: what it holds now and the
-  most it held since the last reset.
+  most it held since the last reset; `resident_file(pid)`: the part of VmRSS that is pages of
+  files (RssFile: mostly the code of torch and the interpreter).
 - `cpu_seconds(pid)`: user + system CPU time of the process (utime and stime of
   /proc/<pid>/stat), for rules about work done (multiply-adds show as CPU time).
 - `PeakWatch`: the peak over a stretch of calls, above a floor the check chose, e.g. the
@@ -21,7 +22,14 @@ the grader, a process the submission never runs in:
 
 Measuring above the unloaded floor, not above the start of the stretch, means memory a
 submission keeps between calls (a buffer allocated when loaded and reused with `out=`)
-counts against it too.
+counts against it too. What the floor does not count against it is code: a forked child
+touches torch's code pages afresh (the fork does not copy page tables of file mappings), and a
+child forked on demand, unwarmed, faults in tens of MiB of them over its first calls. So the
+floor rises by the file pages (RssFile) the process gained between the unloaded measurement
+and the start of the watch (`file_floor`). That credit cannot hide data: pages resident at the
+start of the watch stay in the peak, so crediting them only cancels what they add; anonymous
+and tmpfs (shmem) pages, where data lives, are never credited, and file pages first touched
+during the watch count against it (the slack covers the few a warmed process still adds).
 
 What it cannot see, and what that means for a rule:
 - Pages that are not resident: data written to its tmpfs with write() (not mmap'd) or, with
@@ -68,6 +76,16 @@ def resident(pid: int) -> tuple[int, int]:
     return _status_field(text, "VmRSS"), _status_field(text, "VmHWM")
 
 
+def resident_file(pid: int) -> int:
+    """Bytes of process `pid`'s resident memory that are pages of files (RssFile, Linux >= 4.5)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            text = f.read()
+    except OSError as exc:
+        raise NotMeasurable(f"cannot read /proc/{pid}/status: {exc}") from None
+    return _status_field(text, "RssFile")
+
+
 def reset_peak(pid: int) -> None:
     """Set the process's high-water mark of resident memory to what it holds now."""
     try:
@@ -93,9 +111,13 @@ def cpu_seconds(pid: int) -> float:
 class PeakWatch:
     """The most resident memory process `pid` held while the `with` block ran, from the kernel."""
 
-    def __init__(self, pid: int, floor: int | None = None) -> None:
+    def __init__(self, pid: int, floor: int | None = None, file_floor: int | None = None) -> None:
+        """`floor`: bytes resident when the stretch's baseline was taken (None: at the start of the
+        block); `file_floor`: the file pages resident then, so code touched since is not counted."""
         self.pid = pid
         self.floor = floor
+        self.file_floor = file_floor
+        self.code_credit = 0  # bytes of file pages gained between the baseline and the block's start
         self.start = 0
         self.peak = 0
 
@@ -104,6 +126,8 @@ class PeakWatch:
         self.start = resident(self.pid)[0]
         if self.floor is None:
             self.floor = self.start
+        elif self.file_floor is not None:
+            self.code_credit = max(0, resident_file(self.pid) - self.file_floor)
         return self
 
     def __exit__(
@@ -115,7 +139,8 @@ class PeakWatch:
     @property
     def above_floor(self) -> int:
         """Bytes: the peak during the block beyond the floor (its start, unless one was given)."""
-        return max(0, self.peak - (self.floor if self.floor is not None else self.start))
+        floor = self.start if self.floor is None else self.floor + self.code_credit
+        return max(0, self.peak - floor)
 
     @property
     def above_start(self) -> int:

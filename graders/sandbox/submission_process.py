@@ -81,6 +81,7 @@ class SandboxSession:
         self._final_output: str | None = None
         self.closed = False
         self.unloaded_rss: int | None = None  # load() measures it
+        self.unloaded_file: int | None = None  # its file pages (code) then
         # setitem and new_dict requests not sent yet: they go out with the next request, in one round trip
         # (graders/sandbox/runtime.py "batch"), their tensors in that request's payload.
         self._pending: list[dict[str, Any]] = []
@@ -102,21 +103,22 @@ class SandboxSession:
         """Run the code as module `submission` (file submission.py); LoadError with the message and line."""
         try:  # what the process holds before the code runs: the floor of peak_watch()
             self.unloaded_rss = outside.resident(self.pid)[0]
+            self.unloaded_file = outside.resident_file(self.pid)
         except outside.NotMeasurable:
-            self.unloaded_rss = None
+            self.unloaded_rss = self.unloaded_file = None
         self._request({"op": "load", "code": code})
 
     def peak_watch(self) -> outside.PeakWatch | None:
         """The kernel's peak of this child's resident memory over a `with` block, above its
-        resident memory before the code was loaded (graders/sandbox/outside.py); None where the
-        kernel does not give it."""
+        resident memory before the code was loaded plus the code pages it touched since
+        (graders/sandbox/outside.py); None where the kernel does not give it."""
         if self.unloaded_rss is None:
             return None
         try:
             outside.resident(self.pid)
         except outside.NotMeasurable:
             return None
-        return outside.PeakWatch(self.pid, floor=self.unloaded_rss)
+        return outside.PeakWatch(self.pid, floor=self.unloaded_rss, file_floor=self.unloaded_file)
 
     def has(self, name: str) -> bool:
         return bool(self._request({"op": "has", "name": name}))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from graders.sandbox import outside
-from graders.sandbox.client import shared_client
+from graders.sandbox.client import ForkServerClient, shared_client
 
 CODE = """
 import sys
@@ -20,6 +20,20 @@ def allocate(mib):
 
 def keep(mib):
     held.append(torch.ones(mib << 18))
+
+
+def attend(t):
+    q = torch.randn(1, 4, t, 64)
+    s = torch.einsum("bhqd,bhkd->bhqk", q, q).softmax(-1)
+    return float(torch.nn.functional.pad(s, (0, 1)).sum())
+
+
+def map_code(mib):
+    import mmap
+    f = open(torch._C.__file__, "rb")
+    m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    held.append(m)
+    return sum(m[i] for i in range(0, min(len(m), mib << 20), 4096))
 
 
 def spin(n):
@@ -40,7 +54,9 @@ def test_the_peak_of_one_call_is_seen_after_its_memory_is_freed() -> None:
         with big:
             session.call("allocate", 48)
         assert big.above_floor > 46 << 20 > small.above_floor
-        assert outside.resident(session.pid)[0] - (session.unloaded_rss or 0) < 8 << 20  # freed again
+        data_now = outside.resident(session.pid)[0] - outside.resident_file(session.pid)
+        data_unloaded = (session.unloaded_rss or 0) - (session.unloaded_file or 0)
+        assert data_now - data_unloaded < 8 << 20  # freed again (code pages faulted in meanwhile aside)
 
 
 def test_memory_kept_between_calls_counts_against_a_later_call() -> None:
@@ -61,3 +77,36 @@ def test_cpu_seconds_grow_with_the_work_done() -> None:
         before = outside.cpu_seconds(session.pid)
         session.call("spin", 10_000_000)  # about 0.2-0.5 s of CPU here; ticks are 10 ms
         assert outside.cpu_seconds(session.pid) - before > 0.05
+
+
+def test_code_pages_touched_by_earlier_calls_are_not_counted_as_data() -> None:
+    """A child forked on demand (no warmed spare) touches torch's code afresh, tens of MiB of it:
+    that is credited to the floor, the data it keeps never is."""
+    client = ForkServerClient(worker_slots=1, spares=0)
+    try:
+        with client.open() as session:
+            session.load(CODE)
+            assert not session.spare
+            for t in (8, 64, 256):
+                session.call("attend", t)  # faults in code pages: einsum, softmax, pad
+            session.call("keep", 24)  # data kept between calls
+            watch = session.peak_watch()
+            assert watch is not None
+            with watch:
+                session.call("allocate", 1)
+            assert watch.code_credit > 16 << 20  # an unwarmed child's first calls fault in code
+            assert 23 << 20 < watch.above_floor < 32 << 20  # the kept 24 MiB count, the code does not
+    finally:
+        client.shutdown()
+
+
+def test_file_pages_mapped_after_a_peak_do_not_hide_it() -> None:
+    """Pages of a file touched during the watch are not credited: a peak of data stays seen."""
+    with shared_client().open() as session:
+        session.load(CODE)
+        watch = session.peak_watch()
+        assert watch is not None
+        with watch:
+            session.call("allocate", 40)
+            session.call("map_code", 40)
+        assert watch.above_floor > 38 << 20
