@@ -125,6 +125,9 @@ PREFILL_FIGURE_PREFIXES = (
     "prefix_prefill_",
     "sched_recompute_ms_",
     "serving_qwen_prefill_",
+    "cp_405b_prefill_",
+    "cp_405b_attention_share_",
+    "cp_405b_paper_utilisation_",
 )
 
 

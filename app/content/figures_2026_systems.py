@@ -126,6 +126,7 @@ def _context_parallel() -> dict[str, str]:
         gqa = ring_min_block(H100_SXM.bf16_flops, link, m.q_heads, m.kv_heads)
         f[f"cp_min_block_405b_{label}"] = f"{gqa:,.0f}"
     f["cp_nvlink_per_direction"] = f"{NVLINK4_PER_DIRECTION / 1e9:.0f} GB/s"
+    f["cp_ib_per_direction"] = f"{IB_BYTES_PER_S / 1e9:.0f} GB/s"
     f["cp_405b_gqa_ratio"] = f"{m.q_heads // m.kv_heads}x"
     f["cp_405b_kv_kib_per_token"] = f"{m.kv_bytes(1) / KIB:g} KiB"
     f["cp_405b_kv_gib_1m"] = f"{m.kv_bytes(CP_CONTEXT) / GIB:.0f} GiB"
@@ -137,6 +138,9 @@ def _context_parallel() -> dict[str, str]:
     f["cp_405b_q_kib_per_token_layer"] = f"{q_bytes / KIB:g} KiB"
     f["cp_405b_kv_kib_per_token_layer"] = f"{kv_bytes / KIB:g} KiB"
     f["cp_405b_q_over_kv"] = f"{q_bytes / kv_bytes:.0f}x"
+    # Pass-Q sends a query out and its partial output (the same size) back.
+    f["cp_405b_q_round_trip_kib"] = f"{2 * q_bytes / KIB:g} KiB"
+    f["cp_405b_pass_q_crossover"] = f"{kv_bytes / (2 * q_bytes):.2%}"
     flops = m.prefill_flops(CP_CONTEXT)
     ideal = flops / (CP_GPUS * H100_SXM.bf16_flops)
     f["cp_405b_prefill_eflop_1m"] = f"{flops / 1e18:.2f} EFLOP"
@@ -145,6 +149,9 @@ def _context_parallel() -> dict[str, str]:
     f["cp_405b_paper_utilisation_bank"] = f"{ideal / 77:.0%}"
     attention = im.prefill_attention_flops(m.layers, m.q_heads, m.head_dim, CP_CONTEXT)
     f["cp_405b_attention_share_1m"] = f"{attention / flops:.0%}"
+    # 1M against 128K tokens: the linear work shrinks by the length ratio, attention by its square.
+    f["cp_len_ratio_1m_128k"] = f"{CP_CONTEXT // 131072}"
+    f["cp_len_ratio_sq_1m_128k"] = f"{(CP_CONTEXT // 131072) ** 2}"
     for ranks in (4, 8, 16):
         f[f"cp_causal_imbalance_{ranks}"] = f"{causal_imbalance(ranks):.2f}x"
     return f
