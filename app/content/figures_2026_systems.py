@@ -202,6 +202,7 @@ def _cpu_overhead() -> dict[str, str]:
 
 PCIE5_PER_DIRECTION = 64e9  # H100 data sheet: PCIe Gen5 128 GB/s, both directions together
 LORA_BATCH_ADAPTERS = 32
+LORA_SLICE_BYTES = 10e9  # a scenario: HBM set aside for resident adapters
 
 
 def lora_params(model: ModelShape, rank: int, modules: tuple[str, ...]) -> int:
@@ -243,8 +244,10 @@ def _lora() -> dict[str, str]:
     f["lora_r16_swap_ms_pcie5"] = f"{r16 * 2 / PCIE5_PER_DIRECTION * 1e3:.2f} ms"
     # A merged adapter (W + BA) costs nothing per token; an unmerged one adds 2 x its params FLOPs.
     f["lora_r16_flop_share"] = f"{r16 / m.matmul_params():.2%}"
-    # How many rank-16 adapters a 10 GB slice of HBM holds.
-    f["lora_slots_10gb"] = f"{int(10e9 // (r16 * 2))}"
+    # How many rank-16 adapters a slice of HBM (a scenario's choice) holds.
+    f["lora_slots_10gb"] = f"{int(LORA_SLICE_BYTES // (r16 * 2))}"
+    f["lora_slice_gb"] = f"{LORA_SLICE_BYTES / 1e9:.0f} GB"
+    f["lora_h100_gb"] = f"{H100_SXM.hbm_bytes / 1e9:.0f} GB"
     return f
 
 
