@@ -169,7 +169,10 @@ CAPTURE_SIZES = [1, 2, 4] + [8 * i for i in range(1, 33)]
 
 def padded_graph_size(batch: int, sizes: list[int] = CAPTURE_SIZES) -> int:
     """The captured batch size a decode batch of `batch` rows is padded up to and replayed at."""
-    return next(s for s in sorted(sizes) if s >= batch)
+    for size in sorted(sizes):
+        if size >= batch:
+            return size
+    raise ValueError(f"batch={batch} is above the largest captured size {max(sizes)}: it runs eagerly")
 
 
 def _cpu_overhead() -> dict[str, str]:
