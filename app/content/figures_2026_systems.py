@@ -194,6 +194,9 @@ def _cpu_overhead() -> dict[str, str]:
     floor_h100 = LLAMA3_8B.decode_read_bytes() / H100_SXM.hbm_bytes_per_s
     f["cpu_llama3_8b_floor_ms_h100"] = f"{floor_h100 * 1e3:.2f} ms"
     f["cpu_llama3_8b_floor_us_per_layer_h100"] = f"{floor_h100 / LLAMA3_8B.layers * 1e6:.0f} us"
+    # The same step split eight ways by tensor parallelism: each GPU reads an eighth per layer.
+    f["cpu_llama3_8b_us_per_layer_tp8"] = f"{floor_h100 / LLAMA3_8B.layers / 8 * 1e6:.1f} us"
+    f["cpu_llama3_8b_allreduces_per_step"] = str(2 * LLAMA3_8B.layers)
     f["cpu_pad_17"] = str(padded_graph_size(17))
     f["cpu_pad_17_share"] = f"{(padded_graph_size(17) - 17) / padded_graph_size(17):.0%}"
     f["cpu_capture_count"] = str(len(CAPTURE_SIZES))
