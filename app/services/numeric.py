@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.models import Card
-from app.services import numeric_2026, numeric_serving
+from app.services import numeric_2026, numeric_2026_systems, numeric_serving
 from app.services.numeric_memory import (
     gqa_saving,
     kv_bytes_per_token,
@@ -82,6 +82,8 @@ GENERATORS: dict[str, Callable[[random.Random], NumericQuestion]] = {
     "eagle_acceptance": numeric_2026.eagle_acceptance,
     "all_to_all_bytes": numeric_2026.all_to_all_bytes,
     "hybrid_state_vs_kv": numeric_2026.hybrid_state_vs_kv,
+    "lora_adapter_bytes": numeric_2026_systems.lora_adapter_bytes,
+    "ring_block_size": numeric_2026_systems.ring_block_size,
 }
 
 
@@ -127,8 +129,12 @@ FITS: dict[str, Fit] = {
     "cost_per_million_tokens": _fit("serving-metrics", tags=["cost", "throughput", "capacity-planning"]),
     "low_precision_weight_bytes": _fit("low-precision-formats", "blackwell", tags=["fp4", "nvfp4", "mxfp4"]),
     "eagle_acceptance": _fit("speculative-decoding-modern", tags=["eagle", "acceptance"]),
-    "all_to_all_bytes": _fit("moe-inference", "blackwell", tags=["expert-parallelism"]),
+    "all_to_all_bytes": _fit(
+        "moe-inference", "blackwell", "wide-expert-parallelism", tags=["expert-parallelism"]
+    ),
     "hybrid_state_vs_kv": _fit("hybrid-linear-attention", tags=["hybrid", "memory"]),
+    "lora_adapter_bytes": _fit("multi-lora-serving", tags=["memory", "adapters"]),
+    "ring_block_size": _fit("context-parallelism", tags=["roofline", "gqa"]),
 }
 
 # Topics some of whose cards can be asked as a numeric question, and the kinds declared for each.
