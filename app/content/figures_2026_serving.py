@@ -222,6 +222,7 @@ def _rollouts() -> dict[str, str]:
     short = RL_GROUP - tail
     tokens = short * RL_SHORT + tail * RL_CAP
     f["reason_rl_tail_rollouts"] = f"{tail}"
+    f["reason_rl_short_rollouts"] = f"{short}"
     f["reason_rl_tail_share"] = f"{RL_TAIL_SHARE:.0%}"
     f["reason_rl_tokens"] = f"{tokens:,}"
     f["reason_rl_occupancy"] = f"{tokens / (RL_GROUP * RL_CAP):.0%}"
