@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from app.content.figures import GIB, KIB, LLAMA2_7B, LLAMA3_8B, LLAMA31_70B, ModelShape
+from app.content.figures import GEMMA2_9B, GIB, KIB, LLAMA2_7B, LLAMA3_8B, LLAMA31_70B, ModelShape
 from app.content.figures_2026 import decode_weight_bytes
 from app.content.figures_kernels import PCIE5_X16_ONE_WAY, VLLM_GPU_MEMORY_UTILIZATION
 from app.content.figures_serving import ASSUMED_H100_DOLLARS_PER_HOUR, IB_NDR_400_BYTES_PER_S
@@ -248,6 +248,7 @@ def _vocab() -> dict[str, str]:
         ("llama3_8b", LLAMA3_8B),
         ("qwen3_32b", QWEN3_32B),
         ("llama31_70b", LLAMA31_70B),
+        ("gemma2_9b", GEMMA2_9B),
     ):
         f[f"vocab_head_share_{key}"] = f"{head_params(model) / model.matmul_params():.1%}"
         f[f"vocab_head_params_{key}"] = f"{head_params(model) / 1e6:,.0f}M"
@@ -276,6 +277,7 @@ def _vocab() -> dict[str, str]:
     local_topk = batch * tp * k * (4 + 4)  # value and index per candidate
     f["vocab_tp8_gather_mb"] = f"{all_logits / MB:.0f} MB"
     f["vocab_tp8_topk_kb"] = f"{local_topk / 1e3:.0f} KB"
+    f["vocab_tp8_gather_ms"] = _ms(all_logits * (tp - 1) / tp / NVLINK4_ONE_WAY, 2)
     f["vocab_tp8_gather_ratio"] = _x(all_logits / local_topk)
     # A draft head: EAGLE's one decoder layer against Llama-3-8B's full-vocabulary head.
     m = LLAMA3_8B
