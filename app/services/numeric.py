@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.models import Card
-from app.services import numeric_2026, numeric_serving
+from app.services import numeric_2026, numeric_2026_serving, numeric_serving
 from app.services.numeric_memory import (
     gqa_saving,
     kv_bytes_per_token,
@@ -82,6 +82,8 @@ GENERATORS: dict[str, Callable[[random.Random], NumericQuestion]] = {
     "eagle_acceptance": numeric_2026.eagle_acceptance,
     "all_to_all_bytes": numeric_2026.all_to_all_bytes,
     "hybrid_state_vs_kv": numeric_2026.hybrid_state_vs_kv,
+    "kv_load_time": numeric_2026_serving.kv_load_time,
+    "kv_load_vs_recompute": numeric_2026_serving.kv_load_vs_recompute,
 }
 
 
@@ -129,6 +131,8 @@ FITS: dict[str, Fit] = {
     "eagle_acceptance": _fit("speculative-decoding-modern", tags=["eagle", "acceptance"]),
     "all_to_all_bytes": _fit("moe-inference", "blackwell", tags=["expert-parallelism"]),
     "hybrid_state_vs_kv": _fit("hybrid-linear-attention", tags=["hybrid", "memory"]),
+    "kv_load_time": _fit("kv-routing-tiered-storage", tags=["kv-offload"]),
+    "kv_load_vs_recompute": _fit("kv-routing-tiered-storage", tags=["kv-offload", "recompute"]),
 }
 
 # Topics some of whose cards can be asked as a numeric question, and the kinds declared for each.
