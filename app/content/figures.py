@@ -141,6 +141,8 @@ PREFILL_FIGURE_PREFIXES = (
     "design_cost_per_m_input",
     "design_cost_per_m_blended",
     "design_offline_prefill_",
+    "design_agent_cold_",
+    "design_agent_warm_",
 )
 
 

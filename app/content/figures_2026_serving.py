@@ -1,6 +1,6 @@
 """Figures of the 2026 serving topics: tiered KV storage and KV-aware routing (`tier_`), reasoning
 models and RL rollouts (`reason_`), the LM head over large vocabularies (`vocab_`) and system
-design from QPS and SLOs (`design_`).
+design from QPS and SLOs (`design_`, computed in app/content/figures_2026_design.py and merged here).
 
 Merged into app.content.figures.compute_figures(); a name defined twice is an error. The bank's
 conventions hold: prefill FLOPs are ModelShape.prefill_flops (every new token through every layer,
@@ -16,10 +16,9 @@ from __future__ import annotations
 import math
 
 from app.content.figures import GEMMA2_9B, GIB, KIB, LLAMA2_7B, LLAMA3_8B, LLAMA31_70B, ModelShape
-from app.content.figures_2026 import decode_weight_bytes
 from app.content.figures_kernels import PCIE5_X16_ONE_WAY, VLLM_GPU_MEMORY_UTILIZATION
-from app.content.figures_serving import ASSUMED_H100_DOLLARS_PER_HOUR, IB_NDR_400_BYTES_PER_S
-from app.content.hardware import GPU, H100_FP8_FLOPS, H100_SXM, H200_SXM, NVLINK4_BYTES_PER_S
+from app.content.figures_serving import IB_NDR_400_BYTES_PER_S
+from app.content.hardware import GPU, H100_SXM, H200_SXM, NVLINK4_BYTES_PER_S
 
 MB = 10**6
 
@@ -77,7 +76,10 @@ def figures() -> dict[str, str]:
     f.update(_reasoning())
     f.update(_rollouts())
     f.update(_vocab())
-    f.update(_design())
+    # Imported here: the design figures import this module's helpers and constants.
+    from app.content import figures_2026_design
+
+    f.update(figures_2026_design.figures())
     return f
 
 
@@ -285,111 +287,4 @@ def _vocab() -> dict[str, str]:
     f["vocab_llama3_layer_params"] = f"{layer / 1e6:.0f}M"
     f["vocab_llama3_head_vs_layer"] = _x(head_params(m) / layer, 1)
     f["vocab_frspec_subset_share"] = f"{32768 / m.vocab:.1%}"
-    return f
-
-
-# The design scenario: a chat product on Llama-3.1-70B in FP8 (weights and math), BF16 cache, H100s.
-QPS, PROMPT, OUTPUT = 100, 2000, 400
-TTFT_SLO_S, TPOT_SLO_S = 1.0, 0.040
-TP = 8
-TPOT_TIGHT_S = 0.020  # the follow-up's tighter target
-PARALLEL_TPOT_S = 0.025  # the parallelism card's target
-
-
-def _design() -> dict[str, str]:
-    f: dict[str, str] = {}
-    m = LLAMA31_70B
-    f["design_prompt_tok_s"] = f"{QPS * PROMPT:,} tokens/s"
-    f["design_output_tok_s"] = f"{QPS * OUTPUT:,} tokens/s"
-    f["design_ttft_slo"] = f"{TTFT_SLO_S:.0f} s"
-    f["design_tpot_slo"] = _ms(TPOT_SLO_S, 0)
-    f["design_assumed_efficiency"] = f"{ASSUMED_EFFICIENCY:.0%}"
-    f["design_assumed_price"] = f"${ASSUMED_H100_DOLLARS_PER_HOUR:.2f}"
-    # Decode: one TP8 replica, FP8 weights; the rest of 90% of HBM holds caches.
-    read = decode_weight_bytes(m, 8)
-    footprint = m.dense_params()  # 1 byte per parameter
-    per_token = m.kv_bytes(1)
-    pool = VLLM_GPU_MEMORY_UTILIZATION * TP * H100_SXM.hbm_bytes - footprint
-    batch = math.floor(pool / ((PROMPT + OUTPUT) * per_token))  # room for every sequence's last token
-    mean_context = PROMPT + OUTPUT / 2
-    step = (read + batch * mean_context * per_token) / (TP * H100_SXM.hbm_bytes_per_s) / ASSUMED_EFFICIENCY
-    f["design_fp8_weights_gb"] = _gb(footprint, 1)
-    f["design_replica_pool_gb"] = _gb(pool, 0)
-    f["design_replica_batch"] = f"{batch}"
-    f["design_step_ms"] = _ms(step)
-    in_flight = QPS * OUTPUT * step  # Little's law: arrival rate x time each request spends decoding
-    f["design_in_flight"] = f"{in_flight:,.0f}"
-    f["design_in_flight_cache_tb"] = f"{in_flight * mean_context * per_token / 1e12:.2f} TB"
-    replicas = math.ceil(in_flight / batch)
-    batch1_step = (read + mean_context * per_token) / (TP * H100_SXM.hbm_bytes_per_s) / ASSUMED_EFFICIENCY
-    f["design_full_vs_batch1_tps"] = _x((batch / step) / (1 / batch1_step))
-    # A tighter TPOT: the largest batch whose step still fits, and Little's law at that step.
-    budget = TPOT_TIGHT_S * ASSUMED_EFFICIENCY * TP * H100_SXM.hbm_bytes_per_s - read
-    tight_batch = math.floor(budget / (mean_context * per_token))
-    tight_in_flight = QPS * OUTPUT * TPOT_TIGHT_S
-    f["design_tpot_tight"] = _ms(TPOT_TIGHT_S, 0)
-    f["design_tight_batch"] = f"{tight_batch}"
-    f["design_tight_in_flight"] = f"{tight_in_flight:,.0f}"
-    f["design_tight_replicas"] = f"{math.ceil(tight_in_flight / tight_batch)}"
-    f["design_tight_replica_tps"] = f"{tight_batch / TPOT_TIGHT_S:,.0f} tokens/s"
-    decode_gpus = replicas * TP
-    f["design_replica_tps"] = f"{batch / step:,.0f} tokens/s"
-    f["design_decode_replicas"] = f"{replicas}"
-    f["design_decode_gpus"] = f"{decode_gpus}"
-    # Prefill: FP8 math at the assumed efficiency, whole TP8 nodes.
-    prefill_flop_s = QPS * m.prefill_flops(PROMPT)
-    per_gpu = H100_FP8_FLOPS * ASSUMED_EFFICIENCY
-    prefill_gpus = math.ceil(prefill_flop_s / per_gpu / TP) * TP
-    f["design_prefill_pflop_s"] = f"{prefill_flop_s / 1e15:.1f} PFLOP/s"
-    f["design_prefill_gpus_exact"] = f"{prefill_flop_s / per_gpu:.1f}"
-    f["design_prefill_gpus"] = f"{prefill_gpus}"
-    f["design_prefill_ms_tp8"] = _ms(m.prefill_flops(PROMPT) / (TP * per_gpu))
-    f["design_kv_transfer_ms"] = _ms(cache_load_seconds(m, PROMPT, IB_NDR_400_BYTES_PER_S, shards=TP), 2)
-    total = decode_gpus + prefill_gpus
-    f["design_total_gpus"] = f"{total}"
-    price = ASSUMED_H100_DOLLARS_PER_HOUR
-    f["design_dollars_per_hour"] = f"${total * price:,.0f}"
-    out_per_hour = QPS * OUTPUT * 3600 / 1e6  # million tokens
-    in_per_hour = QPS * PROMPT * 3600 / 1e6
-    f["design_output_m_per_hour"] = f"{out_per_hour:,.0f} million"
-    f["design_input_m_per_hour"] = f"{in_per_hour:,.0f} million"
-    f["design_cost_per_m_output"] = f"${decode_gpus * price / out_per_hour:.2f}"
-    f["design_cost_per_m_input"] = f"${prefill_gpus * price / in_per_hour:.3f}"
-    blended = total * price / (out_per_hour + in_per_hour)
-    f["design_cost_per_m_blended"] = f"${blended:.3f}"
-    cost_out = decode_gpus * price / out_per_hour
-    cost_in = prefill_gpus * price / in_per_hour
-    all_in = total * price / out_per_hour  # the whole fleet charged to its output tokens
-    f["design_cost_per_m_output_all_in"] = f"${all_in:.2f}"
-    f["design_cost_per_m_output_all_in_half_load"] = f"${2 * all_in:.2f}"
-    f["design_output_vs_input_cost"] = _x(cost_out / cost_in, 1)
-    f["design_cost_per_m_blended_half_load"] = f"${2 * blended:.3f}"  # a fleet sized for peak, run at half
-    # Parallelism: the weight-read floor of one decode step at batch 1, per TP degree.
-    bf16 = m.decode_read_bytes()
-    f["design_bf16_weights_gb"] = _gb(m.dense_params() * 2, 1)
-    for tp in (1, 2, 4, 8):
-        f[f"design_floor_fp8_tp{tp}"] = _ms(read / tp / H100_SXM.hbm_bytes_per_s)
-        f[f"design_floor_bf16_tp{tp}"] = _ms(bf16 / tp / H100_SXM.hbm_bytes_per_s)
-    f["design_parallel_tpot"] = _ms(PARALLEL_TPOT_S, 0)
-    f["design_nvlink_vs_nic"] = _x(NVLINK4_ONE_WAY / IB_NDR_400_BYTES_PER_S)
-    # Tensor parallelism's price: two all-reduces a layer of batch x hidden BF16 activations.
-    ar_batch = 64
-    ar_bytes = 2 * m.layers * ar_batch * m.hidden * 2
-    ring = 2 * (TP - 1) / TP  # a ring all-reduce sends and receives this many times the buffer
-    f["design_allreduce_mb_b64"] = f"{ar_bytes / MB:.0f} MB"
-    f["design_allreduce_ms_b64"] = _ms(ar_bytes * ring / NVLINK4_ONE_WAY, 2)
-    f["design_allreduces_per_step"] = f"{2 * m.layers}"
-    # Offline: a billion output tokens a day, no latency SLO, the same replica at its memory limit.
-    daily = 1e9
-    need = daily / 86400
-    f["design_offline_tok_s"] = f"{need:,.0f} tokens/s"
-    f["design_offline_replicas"] = f"{math.ceil(need / (batch / step))}"
-    offline_prefill = need * PROMPT / OUTPUT * m.prefill_flops(PROMPT) / PROMPT
-    offline_prefill_gpus = offline_prefill / per_gpu
-    offline_decode_gpus = need / (batch / step) * TP
-    f["design_offline_prefill_gpus"] = f"{offline_prefill_gpus:.1f}"
-    f["design_offline_decode_gpus"] = f"{offline_decode_gpus:.1f}"
-    offline_total = offline_prefill_gpus + offline_decode_gpus
-    f["design_offline_gpus"] = f"{offline_total:.1f}"
-    f["design_offline_cost_per_m"] = f"${offline_total * 24 * price / (daily / 1e6):.2f}"
     return f
