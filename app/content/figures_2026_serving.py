@@ -169,6 +169,12 @@ def decode_seconds(model: ModelShape, gpu: GPU, batch: int, prompt: int, output:
     return (output * weights + cache_tokens * per_token) / gpu.hbm_bytes_per_s
 
 
+def reasoning_batch(model: ModelShape = QWEN3_32B, gpu: GPU = H200_SXM) -> int:
+    """Sequences whose cache fits at its full prompt + output length beside the BF16 weights."""
+    pool = VLLM_GPU_MEMORY_UTILIZATION * gpu.hbm_bytes - model.dense_params() * 2
+    return math.floor(pool / model.kv_bytes(REASON_PROMPT + REASON_OUTPUT))
+
+
 def _reasoning() -> dict[str, str]:
     f: dict[str, str] = {}
     m, gpu = QWEN3_32B, H200_SXM
@@ -182,7 +188,7 @@ def _reasoning() -> dict[str, str]:
     f["reason_qwen3_32b_gib_31k"] = f"{m.kv_bytes(full) / GIB:.2f} GiB"
     f["reason_qwen3_32b_weights_gb"] = _gb(weights, 1)
     f["reason_h200_pool_gb"] = _gb(pool, 1)
-    reason_batch = math.floor(pool / m.kv_bytes(full))
+    reason_batch = reasoning_batch(m, gpu)
     chat_batch = math.floor(pool / m.kv_bytes(chat))
     f["reason_batch_31k"] = f"{reason_batch}"
     f["reason_batch_chat"] = f"{chat_batch}"
@@ -231,6 +237,15 @@ def _rollouts() -> dict[str, str]:
     f["reason_rl_tail_steps_share"] = f"{(RL_CAP - RL_SHORT) / RL_CAP:.1%}"
     f["reason_rl_tail_token_share"] = f"{tail * RL_CAP / tokens:.0%}"
     f["reason_rl_segment_steps_ratio"] = _x(RL_CAP / RL_SEGMENT)
+    # Weight sync after each policy update: Qwen3-32B's BF16 weights into a rollout engine.
+    weights = QWEN3_32B.dense_params() * 2
+    nic = weights / IB_NDR_400_BYTES_PER_S
+    f["reason_sync_weights_gb"] = _gb(weights, 1)
+    f["reason_sync_nic_s"] = f"{nic:.2f} s"
+    f["reason_sync_nvlink_ms"] = _ms(weights / NVLINK4_ONE_WAY, 0)
+    f["reason_sync_nic_tp8_ms"] = _ms(nic / 8, 0)  # eight GPUs each pull their shard over their NIC
+    cohort = decode_seconds(QWEN3_32B, H200_SXM, reasoning_batch(), REASON_PROMPT, REASON_OUTPUT)
+    f["reason_sync_share_of_rollout"] = f"{nic / cohort:.2%}"
     # bfloat16 keeps 8 significant bits: the gap between 1 and the next value is 2^-7.
     f["reason_bf16_eps"] = f"{2**-7:.2%}"
     f["reason_seq_log_gap"] = f"{RL_LOGPROB_GAP * RL_TOKENS:.0f}"
