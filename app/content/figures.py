@@ -128,6 +128,24 @@ PREFILL_FIGURE_PREFIXES = (
     "cp_405b_prefill_",
     "cp_405b_attention_share_",
     "cp_405b_paper_utilisation_",
+    "tier_70b_recompute_",
+    "tier_70b_nvlink_vs_",
+    "tier_70b_pcie_vs_",
+    "tier_70b_rdma_vs_",
+    "tier_70b_ssd_vs_",
+    "tier_break_even_",
+    "tier_70b_pcie_margin",
+    "tier_llama2_7b_pcie_margin",
+    "tier_route_",
+    "reason_recompute_",
+    "design_prefill_",
+    "design_total_gpus",
+    "design_dollars_per_hour",
+    "design_cost_per_m_input",
+    "design_cost_per_m_blended",
+    "design_offline_prefill_",
+    "design_agent_cold_",
+    "design_agent_warm_",
 )
 
 
@@ -240,6 +258,7 @@ def compute_figures() -> dict[str, str]:
     # Imported here: the area modules import ModelShape and the models from this module.
     from app.content import (
         figures_2026,
+        figures_2026_serving,
         figures_2026_systems,
         figures_hardware,
         figures_kernels,
@@ -249,7 +268,7 @@ def compute_figures() -> dict[str, str]:
 
     merged = _model_figures()
     areas = (figures_hardware, figures_models, figures_serving, figures_kernels)
-    for area in (*areas, figures_2026, figures_2026_systems):
+    for area in (*areas, figures_2026, figures_2026_systems, figures_2026_serving):
         for name, text in area.figures().items():
             if name in merged:
                 raise ValueError(f"figure {name!r} is defined twice ({area.__name__})")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.models import Card
-from app.services import numeric_2026, numeric_2026_systems, numeric_serving
+from app.services import numeric_2026, numeric_2026_serving, numeric_2026_systems, numeric_serving
 from app.services.numeric_memory import (
     gqa_saving,
     kv_bytes_per_token,
@@ -84,6 +84,8 @@ GENERATORS: dict[str, Callable[[random.Random], NumericQuestion]] = {
     "hybrid_state_vs_kv": numeric_2026.hybrid_state_vs_kv,
     "lora_adapter_bytes": numeric_2026_systems.lora_adapter_bytes,
     "ring_block_size": numeric_2026_systems.ring_block_size,
+    "kv_load_time": numeric_2026_serving.kv_load_time,
+    "kv_load_vs_recompute": numeric_2026_serving.kv_load_vs_recompute,
 }
 
 
@@ -135,6 +137,8 @@ FITS: dict[str, Fit] = {
     "hybrid_state_vs_kv": _fit("hybrid-linear-attention", tags=["hybrid", "memory"]),
     "lora_adapter_bytes": _fit("multi-lora-serving", tags=["memory", "adapters"]),
     "ring_block_size": _fit("context-parallelism", tags=["roofline", "gqa"]),
+    "kv_load_time": _fit("kv-routing-tiered-storage", tags=["kv-offload"]),
+    "kv_load_vs_recompute": _fit("kv-routing-tiered-storage", tags=["kv-offload", "recompute"]),
 }
 
 # Topics some of whose cards can be asked as a numeric question, and the kinds declared for each.
