@@ -19,7 +19,14 @@ from collections.abc import Sequence
 from functools import partial
 
 from graders.checks.radix_prefix_cache_replay import ENTRY_POINT, Replayer, reference_trace
-from graders.checks.radix_prefix_cache_script import Insert, Match, Op, random_capacity, random_script
+from graders.checks.radix_prefix_cache_script import (
+    Insert,
+    Match,
+    Op,
+    lru_script,
+    random_capacity,
+    random_script,
+)
 from graders.checks.radix_prefix_cache_variants import Slip, mistake_sentence
 from graders.checks.report import CheckReport, Mismatch, run_test
 from graders.checks.serving_common import Rng, figure_test
@@ -89,7 +96,8 @@ RULES: tuple[tuple[str, tuple[Script, ...]], ...] = (
     ),
 )
 
-N_RANDOM_SCRIPTS = 10
+N_RANDOM_SCRIPTS = 8
+N_LRU_SCRIPTS = 4
 
 # The workload the hit rate is measured on: fixed, so runs compare.
 WORKLOAD_CAPACITY = 64
@@ -139,6 +147,11 @@ def _test_random(replayer: Replayer, rng: Rng) -> None:
         replayer.check(capacity, random_script(rng.py, n_ops=rng.py.randint(6, 14)))
 
 
+def _test_lru(replayer: Replayer, rng: Rng) -> None:
+    for _ in range(N_LRU_SCRIPTS):
+        replayer.check(*lru_script(rng.py))
+
+
 def _test_figure(replayer: Replayer) -> str:
     ops = workload()
     got = replayer.submission_trace(WORKLOAD_CAPACITY, ops)
@@ -167,6 +180,12 @@ def run(session: Session, seed: int | None = None) -> CheckReport:
         f"whole traces equal the reference's on {N_RANDOM_SCRIPTS} random scripts with shared prefixes "
         "and small capacities",
         partial(_test_random, replayer, rng),
+    )
+    run_test(
+        report,
+        f"LRU order on {N_LRU_SCRIPTS} random scripts: fill the cache, use some sequences again, "
+        "overflow it, match them all",
+        partial(_test_lru, replayer, rng),
     )
     figure_test(
         report, "hit rate on a fixed chat workload, beside the reference's", partial(_test_figure, replayer)

@@ -83,6 +83,26 @@ def random_script(py: random.Random, n_ops: int) -> list[Op]:
     return ops
 
 
+def lru_script(py: random.Random) -> tuple[int, list[Op]]:
+    """A capacity and a script aimed at the LRU order: store 2-4 sequences (none a prefix of another,
+    so each ends in a leaf) filling the cache exactly, use some of them again (a match, or an insert
+    that stores nothing new), store 1-3 fresh tokens (ids 6-8, outside the other scripts' alphabet)
+    so as many leaves are evicted, then match every sequence to see which went."""
+    stem = tuple(py.randint(0, 5) for _ in range(py.randint(0, 2)))
+    want = py.randint(2, 4)
+    seqs: list[tuple[int, ...]] = []
+    while len(seqs) < want:
+        s = stem[: py.randint(0, len(stem))] + tuple(py.randint(0, 5) for _ in range(py.randint(1, 3)))
+        if all(s != t[: len(s)] and t != s[: len(t)] for t in seqs):
+            seqs.append(s)
+    ops: list[Op] = [Insert(s) for s in seqs]
+    for s in py.sample(seqs, py.randint(1, len(seqs))):
+        ops.append(Match(s) if py.random() < 0.5 else Insert(s))
+    capacity = len({s[: i + 1] for s in seqs for i in range(len(s))})
+    fresh = tuple(range(6, 6 + py.randint(1, 3)))
+    return capacity, [*ops, Insert(fresh), *(Match(s) for s in py.sample(seqs, len(seqs)))]
+
+
 def shrink(ops: list[Op], fails: Callable[[list[Op]], int | None], budget: int = 40) -> list[Op]:
     """A shorter script that still fails: the failing prefix, ops removed a chunk at a time, then
     tokens dropped from the ends of token lists.
