@@ -132,7 +132,7 @@ class Replayer:
         if slip is not None:
             self.report.diagnose(mistake_sentence(slip))
         broken = small_at < len(small_got) and isinstance(small_got[small_at], Raised | Malformed)
-        reason = REASONS[slip] if slip is not None else _reason(small[small_at])
+        reason = REASONS[slip] if slip is not None else _reason(capacity, small, small_at, small_got)
         because = "" if broken else f", because {reason}"  # a crash or a wrong type needs no rule
         raise Mismatch(
             f"{header(capacity)}, after {describe(small[: small_at + 1])}: "
@@ -159,17 +159,36 @@ class Replayer:
         return found[0] if found else None
 
 
-def _reason(op: Op) -> str:
-    """The rule a difference no known mistake explains breaks, in general terms."""
-    if isinstance(op, Match):
-        return (
-            "match answers the length of the longest cached prefix, walking from the first token, "
-            "after evicting the least recently used leaf tokens down to capacity on every insert"
-        )
-    return (
-        "insert stores its tokens sharing the cached prefix, counts the new ones before evicting, then "
-        "evicts the least recently used leaf token while more than capacity are stored"
+def _reason(capacity: int, ops: Sequence[Op], at: int, got: list[Any]) -> str:
+    """The rule a difference no known mistake explains breaks, read off the reference's state."""
+    ref = PrefixCache(capacity)
+    trace(lambda: ref, ops[:at])
+    cached, op = ref.sequences(), ops[at]
+    shared = 0
+    while shared < len(op.tokens) and op.tokens[: shared + 1] in cached:
+        shared += 1
+    answer_differs = (
+        at < len(got)
+        and isinstance(got[at], tuple)
+        and got[at][0] != reference_trace(capacity, ops[: at + 1])[at][0]
     )
+    if isinstance(op, Match):
+        if answer_differs:
+            return f"the rule's cache held {list(op.tokens[:shared])} of it: the longest cached prefix"
+        return "match stores and evicts nothing"
+    new = len(op.tokens) - shared
+    if answer_differs:
+        return (
+            f"the rule's cache already held {list(op.tokens[:shared])} of it, so {new} tokens were new "
+            "(counted before any eviction)"
+        )
+    over = len(ref) + new - capacity
+    if over > 0:
+        return (
+            f"storing them made {len(ref) + new} tokens, {over} over capacity: that many leaf tokens go, "
+            "the least recently used first, one at a time"
+        )
+    return f"{len(ref) + new} tokens fit in capacity {capacity}: nothing is evicted"
 
 
 def _difference(op: Op, got: list[Any], want: Seen, at: int) -> str:

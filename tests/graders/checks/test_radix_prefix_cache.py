@@ -204,3 +204,16 @@ def test_scripts_are_fresh_every_run_and_reproducible_with_a_seed() -> None:
         _, session = run(check, spy, seed=seed)
         runs.append(tuple(session.module.SEEN))
     assert runs[0] != runs[1] and runs[2] == runs[3]
+
+
+def test_a_mistake_no_variant_explains_is_told_from_the_rules_state() -> None:
+    """No name is given, and the reason says what the reference held at that call."""
+    odd = SOLUTION.replace("        return matched\n", "        return matched + (matched > 2)\n")
+    report, _ = run(check, odd, seed=1)
+    first = report.tests[0]
+    assert not report.diagnosis and not first.passed
+    assert first.message == (
+        "PrefixCache(capacity=10), after insert [1, 2, 3], match [1, 2, 3]: match returned 4, the rule's "
+        "answer is 3, because the rule's cache held [1, 2, 3] of it: the longest cached prefix; "
+        "the rule's cache then held [1, 2, 3]"
+    )
