@@ -11,6 +11,7 @@ from graders.examples.kernels import (
     TILED_ATTENTION,
 )
 from graders.examples.model import MOE_ROUTING
+from graders.examples.prefix import RADIX_PREFIX_CACHE
 from graders.examples.processors import LOGITS_PROCESSORS
 from graders.examples.scheduling import CONTINUOUS_BATCHING
 from graders.examples.small import KV_CACHE_BYTES, NUMPY_CACHED_GENERATION, SAMPLING, SPECULATIVE_DECODING
@@ -36,6 +37,7 @@ RUN_SPECS: dict[str, RunSpec] = {
         MOE_ROUTING,
         LOGITS_PROCESSORS,
         CONTINUOUS_BATCHING,
+        RADIX_PREFIX_CACHE,
     )
 }
 

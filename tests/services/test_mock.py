@@ -380,7 +380,15 @@ def test_a_guests_interviews_move_to_the_account(db: Session, settings: Settings
 
 
 @pytest.mark.parametrize(
-    "slug", ["paged-kv-cache", "speculative-decoding", "sampling", "int8-kv-cache", "continuous-batching"]
+    "slug",
+    [
+        "paged-kv-cache",
+        "speculative-decoding",
+        "sampling",
+        "int8-kv-cache",
+        "continuous-batching",
+        "radix-prefix-cache",
+    ],
 )
 def test_the_coding_question_can_be_a_serving_challenge(db: Session, settings: Settings, slug: str) -> None:
     """Asked for a serving challenge's topic and difficulty, the mock interview draws it."""

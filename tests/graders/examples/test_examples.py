@@ -46,6 +46,7 @@ WRONG: dict[str, tuple[str, str]] = {
     "moe-routing": ("index_order", "route's experts (T, top_k), renormalize=True"),
     "logits-processors": ("rep_divides_all", "-inf shown as 0 (B, V) differs by up to"),
     "continuous-batching": ("preempted_to_back", "step-by-step trace: the first difference is at row"),
+    "radix-prefix-cache": ("most_recent", "call-by-call trace: the first difference is at row"),
 }
 
 # A custom input breaking a rule between parameters, per challenge that has one: (input, parameter named).
