@@ -24,7 +24,7 @@ import torch
 from graders.checks.report import CheckReport, Mismatch, as_tensor, close, explain_difference, run_test
 from graders.checks.serving_common import Rng, call_entry, figure_test
 from graders.reference.int8_cache import QMAX, attention, dequantize_kv, int8_attention, quantize_kv
-from graders.sandbox.protocol import Session
+from graders.sandbox.protocol import SubmissionLink
 
 SLUG = "int8-kv-cache"
 ENTRY_POINT = "quantize_kv"
@@ -175,11 +175,11 @@ def _quantized(report: CheckReport, value: Any, x: torch.Tensor) -> tuple[torch.
     return q, scale
 
 
-def _test_quantize(report: CheckReport, session: Session, x: torch.Tensor) -> None:
+def _test_quantize(report: CheckReport, session: SubmissionLink, x: torch.Tensor) -> None:
     _quantized(report, call_entry(session, "quantize_kv", x), x)
 
 
-def _test_dequantize(report: CheckReport, session: Session, x: torch.Tensor) -> None:
+def _test_dequantize(report: CheckReport, session: SubmissionLink, x: torch.Tensor) -> None:
     q, scale = quantize_kv(x)
     got = as_tensor(call_entry(session, "dequantize_kv", q, scale), "dequantize_kv(q, scale)")
     want = dequantize_kv(q, scale)
@@ -228,7 +228,14 @@ def outlier_cache(
 
 
 def _test_attention(
-    report: CheckReport, session: Session, rng: Rng, B: int, H: int, T: int, hd: int, outliers: bool = False
+    report: CheckReport,
+    session: SubmissionLink,
+    rng: Rng,
+    B: int,
+    H: int,
+    T: int,
+    hd: int,
+    outliers: bool = False,
 ) -> None:
     qry = rng.randn(B, H, 1, hd)
     k_q, k_s = quantize_kv(cache_tensor(rng, B, H, T, hd, magnitude=3.0))  # keys larger than values
@@ -251,7 +258,7 @@ def _test_attention(
         raise Mismatch(message)
 
 
-def _test_figures(report: CheckReport, session: Session, rng: Rng) -> str:
+def _test_figures(report: CheckReport, session: SubmissionLink, rng: Rng) -> str:
     """The submission's own cache: attention error against fp32 and bytes per position."""
     B, H, T, hd = 1, 2, 128, 64
     k = cache_tensor(rng, B, H, T, hd, probes=False)  # like real keys and values: no planted rows
@@ -277,7 +284,7 @@ def _test_figures(report: CheckReport, session: Session, rng: Rng) -> str:
     )
 
 
-def run(session: Session, seed: int | None = None) -> CheckReport:
+def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     """The battery; `seed` makes a run reproducible (tests), None draws fresh inputs (grading)."""
     report = CheckReport()
     rng = Rng(seed)

@@ -44,7 +44,7 @@ from graders.checks.rope_common import (
     wrong_rotations,
 )
 from graders.reference.padding import padded_attention, padded_attention_by_rows, real_positions, visible_keys
-from graders.sandbox.protocol import Session
+from graders.sandbox.protocol import SubmissionLink
 
 SLUG = "left-padded-decoding"
 ENTRY_POINT = "padded_attention"
@@ -147,7 +147,7 @@ def _real_rows(t: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
 
 
 def _one_call(
-    session: Session,
+    session: SubmissionLink,
     report: CheckReport,
     batch: _Batch,
     s: int,
@@ -214,7 +214,7 @@ def _one_call(
 
 
 def _decode_test(
-    session: Session,
+    session: SubmissionLink,
     report: CheckReport,
     batch: _Batch,
     chunks: Sequence[int],
@@ -244,7 +244,7 @@ def _decode_test(
     return body
 
 
-def _changed_cache_test(session: Session, report: CheckReport, batch: _Batch) -> Callable[[], None]:
+def _changed_cache_test(session: SubmissionLink, report: CheckReport, batch: _Batch) -> Callable[[], None]:
     P = batch.prompt
     changed = {key: value.clone() for key, value in batch.past(P).items()}
     row = P - 1  # the last prompt column is real in every row
@@ -290,7 +290,7 @@ def _prompt_lengths(rng: random.Random, B: int, longest: int) -> list[int]:
     return lengths
 
 
-def run(session: Session, seed: int | None = None) -> CheckReport:
+def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     gen = make_generator(seed)
     rng = random.Random(int(torch.randint(0, 2**31, (1,), generator=gen)))
     report = CheckReport()

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from graders.checks.report import CheckReport, Mismatch, as_tensor, close, explain_difference, run_test
 from graders.checks.serving_common import Rng, call_entry, figure_test
 from graders.reference.moe import expert, kept_assignments, moe_layer, route, routed_multiply_adds
-from graders.sandbox.protocol import Session
+from graders.sandbox.protocol import SubmissionLink
 from graders.sandbox.work_counter import counted_call
 
 SLUG = "moe-routing"
@@ -239,7 +239,7 @@ def _check_route(
 
 def _test_route(
     report: CheckReport,
-    session: Session,
+    session: SubmissionLink,
     x: torch.Tensor,
     w: torch.Tensor,
     top_k: int,
@@ -251,7 +251,7 @@ def _test_route(
 
 
 def _test_layer(
-    report: CheckReport, session: Session, args: LayerArgs, top_k: int,
+    report: CheckReport, session: SubmissionLink, args: LayerArgs, top_k: int,
     renormalize: bool | None, capacity: int | None,
 ) -> None:  # fmt: skip
     kwargs: dict[str, Any] = {}
@@ -284,7 +284,7 @@ def _judge_layer(
     raise Mismatch(message)
 
 
-def _test_work(report: CheckReport, session: Session, rng: Rng) -> str:
+def _test_work(report: CheckReport, session: SubmissionLink, rng: Rng) -> str:
     """moe_layer counted: multiply-adds and largest tensor against the routed work and the reference's."""
     T, d, f, E, top_k = 48, 16, 32, 8, 2
     x = rng.randn(T, d)
@@ -292,7 +292,7 @@ def _test_work(report: CheckReport, session: Session, rng: Rng) -> str:
     args: LayerArgs = (x, w_router, w_gate, w_up, w_down)
     try:
         got, largest, madds = session.call_counted(LAYER, *args, top_k)
-    except AttributeError:  # pragma: no cover - every Session has it
+    except AttributeError:  # pragma: no cover - every SubmissionLink has it
         raise Mismatch("this grader cannot count multiply-adds") from None
     out = as_tensor(got, "moe_layer's output")
     want = moe_layer(*args, top_k)
@@ -336,7 +336,7 @@ def capacity_tokens(rng: Rng, T: int, d: int, w_router: torch.Tensor, top_k: int
     return x
 
 
-def run(session: Session, seed: int | None = None) -> CheckReport:
+def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     """The battery; `seed` makes a run reproducible (tests), None draws fresh inputs (grading)."""
     report = CheckReport()
     rng = Rng(seed)

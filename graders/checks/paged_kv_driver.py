@@ -17,7 +17,7 @@ import torch
 from graders.checks.report import CheckReport, Mismatch, as_tensor, close, explain_difference
 from graders.checks.serving_common import Rng, as_int_list
 from graders.reference.paged_cache import PagedKVCache, blocks_for
-from graders.sandbox.protocol import Pending, Session, SubmissionError
+from graders.sandbox.protocol import Pending, SubmissionError, SubmissionLink
 
 ENTRY_POINT = "PagedKVCache"
 
@@ -74,7 +74,12 @@ class Driver:
     """One submission cache and the reference, driven by the same calls."""
 
     def __init__(
-        self, report: CheckReport, session: Session, rng: Rng, dims: Dims, dtype: torch.dtype | None = None
+        self,
+        report: CheckReport,
+        session: SubmissionLink,
+        rng: Rng,
+        dims: Dims,
+        dtype: torch.dtype | None = None,
     ):
         self.report, self.session, self.rng, self.dims = report, session, rng, dims
         self.dtype = dtype or torch.float32

@@ -24,7 +24,7 @@ import torch
 from graders.checks.attention_common import decode_tensor, describe, make_generator, randn, submission_context
 from graders.checks.report import CheckReport, Mismatch, close, explain_difference, run_test
 from graders.reference.sliding_window import SlidingWindowCache, kept_positions
-from graders.sandbox.protocol import Handle, Session
+from graders.sandbox.protocol import Handle, SubmissionLink
 
 SLUG = "sliding-window-cache"
 ENTRY_POINT = "SlidingWindowCache"
@@ -151,7 +151,7 @@ class _Replay:
 
     def __init__(
         self,
-        session: Session,
+        session: SubmissionLink,
         report: CheckReport,
         gen: torch.Generator,
         window: int,
@@ -245,7 +245,7 @@ class _Replay:
 
 
 def _script_test(
-    session: Session,
+    session: SubmissionLink,
     report: CheckReport,
     gen: torch.Generator,
     window: int,
@@ -264,7 +264,9 @@ def _script_test(
     return body
 
 
-def _two_caches_test(session: Session, report: CheckReport, gen: torch.Generator) -> Callable[[], None]:
+def _two_caches_test(
+    session: SubmissionLink, report: CheckReport, gen: torch.Generator
+) -> Callable[[], None]:
     def body() -> None:
         first = _Replay(session, report, gen, 3, 1, (1, 2, 4))
         second = _Replay(session, report, gen, 3, 1, (1, 2, 4))
@@ -281,7 +283,7 @@ def _two_caches_test(session: Session, report: CheckReport, gen: torch.Generator
     return body
 
 
-def run(session: Session, seed: int | None = None) -> CheckReport:
+def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     gen = make_generator(seed)
     rng = random.Random(int(torch.randint(0, 2**31, (1,), generator=gen)))
     report = CheckReport()

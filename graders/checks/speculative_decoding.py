@@ -28,7 +28,7 @@ import torch
 from graders.checks.report import CheckReport, Mismatch, run_test
 from graders.checks.serving_common import Rng, as_int_list, call_entry, figure_test
 from graders.reference.speculative import accept_draft, acceptance_rate
-from graders.sandbox.protocol import Session
+from graders.sandbox.protocol import SubmissionLink
 
 SLUG = "speculative-decoding"
 ENTRY_POINT = "accept_draft"
@@ -149,7 +149,7 @@ class Evidence:
 
 
 def _expect(
-    report: CheckReport, session: Session, evidence: Evidence, case: tuple[Any, ...], what: str
+    report: CheckReport, session: SubmissionLink, evidence: Evidence, case: tuple[Any, ...], what: str
 ) -> list[int]:
     draft, q, p, ua, us = case
     got = as_int_list(call_entry(session, "accept_draft", draft, q, p, ua, us), "accept_draft(...)")
@@ -319,7 +319,7 @@ def grid_distributions(rng: Rng) -> tuple[list[int], list[int]]:
                 return q, p
 
 
-def _test_property(report: CheckReport, session: Session, evidence: Evidence, rng: Rng) -> str:
+def _test_property(report: CheckReport, session: SubmissionLink, evidence: Evidence, rng: Rng) -> str:
     qc, pc = grid_distributions(rng)
     q = torch.tensor([qc], dtype=torch.float32) / 16
     p = torch.tensor([pc, _dyadic(rng, 4)], dtype=torch.float32) / torch.tensor([[16.0], [D]])
@@ -366,7 +366,7 @@ def _test_property(report: CheckReport, session: Session, evidence: Evidence, rn
     )
 
 
-def run(session: Session, seed: int | None = None) -> CheckReport:
+def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     """The battery; `seed` makes a run reproducible (tests), None draws fresh inputs (grading)."""
     report = CheckReport()
     rng = Rng(seed)

@@ -44,7 +44,7 @@ from graders.checks.report import CheckReport, Mismatch, run_test
 from graders.reference.tiled import attention_fused, causal_visible, merge_attention
 from graders.sandbox import outside
 from graders.sandbox.outside import PeakWatch
-from graders.sandbox.protocol import Session
+from graders.sandbox.protocol import SubmissionLink
 
 SLUG = "tiled-attention"
 ENTRY_POINT = "tiled_attention"
@@ -226,9 +226,15 @@ def _expect_resident_within(
 
 
 def _call_tiled(
-    session: Session, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_size: int, causal: bool | None,
-    report: CheckReport, what: str,
-) -> torch.Tensor:  # fmt: skip
+    session: SubmissionLink,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    block_size: int,
+    causal: bool | None,
+    report: CheckReport,
+    what: str,
+) -> torch.Tensor:
     """Call tiled_attention (causal left out when None), measured; Mismatch when it built the full scores."""
     kwargs = {} if causal is None else {"causal": causal}
     watch = session.peak_watch()
@@ -255,7 +261,7 @@ def _call_tiled(
 
 
 def _tiled_test(
-    session: Session,
+    session: SubmissionLink,
     report: CheckReport,
     q: torch.Tensor,
     k: torch.Tensor,
@@ -297,7 +303,7 @@ def lse_variants(l1: torch.Tensor, l2: torch.Tensor) -> list[Variant]:
 
 
 def _merge_test(
-    session: Session,
+    session: SubmissionLink,
     report: CheckReport,
     parts: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
     not_finite: str,
@@ -364,7 +370,7 @@ def _huge_lse_parts(gen: torch.Generator, B: int, H: int, Tq: int, hd: int) -> t
     return o1, l1, o2, l2
 
 
-def run(session: Session, seed: int | None = None) -> CheckReport:
+def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     gen = make_generator(seed)
     rng = random.Random(int(torch.randint(0, 2**31, (1,), generator=gen)))
     report = CheckReport()

@@ -15,7 +15,7 @@ from graders.checks.continuous_batching_script import Dims, Op, plan_text, rando
 from graders.checks.report import CheckReport
 from graders.examples.spec import SEED, Compared, Example, InvalidRunInput, Param, RunSpec
 from graders.reference.scheduler import blocks_for
-from graders.sandbox.protocol import Session
+from graders.sandbox.protocol import SubmissionLink
 
 
 def row(seen: Any) -> str:
@@ -38,7 +38,7 @@ def script_for(values: dict[str, Any]) -> tuple[Dims, list[Op]]:
     return dims, ops
 
 
-def _case(session: Session, values: dict[str, Any]) -> list[Compared]:
+def _case(session: SubmissionLink, values: dict[str, Any]) -> list[Compared]:
     dims, ops = script_for(values)
     got = Replayer(CheckReport(), session).submission_trace(dims, ops)
     want = reference_trace(dims, ops)
