@@ -35,7 +35,7 @@ PAGES: list[tuple[str, float]] = [
     ("/progress", 0.02),
 ]
 P99_TARGET_MS = 50.0
-# A signed-in visitor's pages read their account on every request: their own targets (issue 23).
+# A signed-in visitor's pages read their account on every request: their own targets.
 SIGNED_IN_TARGET = 0.10
 SIGNED_IN_P99_MS = 100.0
 SIGNED_IN_PROGRESS = (0.02, 250.0)  # /progress: (ratio, p99 ms)
@@ -73,9 +73,11 @@ def signed_in_cookie(base: str) -> str:
     payload = json.dumps({"email": email, "password": "bench horse battery staple"}).encode()
     host = base.split("//", 1)[1]
     client.conn.request(
-        "POST", "/api/auth/signup", body=payload,
+        "POST",
+        "/api/auth/signup",
+        body=payload,
         headers={"Content-Type": "application/json", "Cookie": client.cookie, "Origin": f"http://{host}"},
-    )  # fmt: skip
+    )
     response = client.conn.getresponse()
     body = response.read()
     if response.status != 201:

@@ -84,9 +84,14 @@ class SiteContent:
         unseen = self.live_cards
         new_today = new_card_quota(user=User(), settings=settings, unseen=unseen, introduced=0, now=now)
         return DueCounts(
-            due_now=0, due_today=0, due_week=0, new_today=new_today, unseen=unseen, interview_days=None,
+            due_now=0,
+            due_today=0,
+            due_week=0,
+            new_today=new_today,
+            unseen=unseen,
+            interview_days=None,
             retention=settings.desired_retention,
-        )  # fmt: skip
+        )
 
 
 def load_site_content(session: Session) -> SiteContent:

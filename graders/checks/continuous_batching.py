@@ -203,6 +203,9 @@ def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
         "token budgets",
         partial(_test_random, replayer, rng),
     )
-    figure_test(report, "throughput on a fixed 14-request workload, beside the reference's",
-                partial(_test_figure, replayer))  # fmt: skip
+    figure_test(
+        report,
+        "throughput on a fixed 14-request workload, beside the reference's",
+        partial(_test_figure, replayer),
+    )
     return report

@@ -49,9 +49,23 @@ OVERFLOW = (
     "the row's maximum score before exp (softmax does not change, the overflow goes)"
 )
 KNOWN_MISTAKES = (
-    OVERFLOW, PER_TENSOR, PER_HEAD, PER_CHANNEL, DIVISOR, ZERO_ROW, HALF_UP, HALF_AWAY, TRUNCATES, NOT_INT8,
-    WRONG_AXIS, SCALES_SWAPPED, IGNORES_SCALES, KEYS_ONLY, SCALE_BY_HD, NO_SCALE,
-)  # fmt: skip
+    OVERFLOW,
+    PER_TENSOR,
+    PER_HEAD,
+    PER_CHANNEL,
+    DIVISOR,
+    ZERO_ROW,
+    HALF_UP,
+    HALF_AWAY,
+    TRUNCATES,
+    NOT_INT8,
+    WRONG_AXIS,
+    SCALES_SWAPPED,
+    IGNORES_SCALES,
+    KEYS_ONLY,
+    SCALE_BY_HD,
+    NO_SCALE,
+)
 
 
 # --- inputs ----------------------------------------------------------------------------------------
@@ -112,8 +126,10 @@ def scale_variants(x: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
 
 def rounding_variants(x: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
     amax = x.abs().amax(dim=-1, keepdim=True)
-    return [(name, _quantize_with(x, amax, rounding=r)[0]) for name, r in
-            ((HALF_UP, "up"), (HALF_AWAY, "away"), (TRUNCATES, "trunc"))]  # fmt: skip
+    return [
+        (name, _quantize_with(x, amax, rounding=r)[0])
+        for name, r in ((HALF_UP, "up"), (HALF_AWAY, "away"), (TRUNCATES, "trunc"))
+    ]
 
 
 def _named(report: CheckReport, variants: list[tuple[str, torch.Tensor]], got: torch.Tensor) -> str:
@@ -324,6 +340,9 @@ def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
         "int8_attention over a cache of one position (B=1)",
         partial(_test_attention, report, session, rng, 1, H, 1, hd),
     )
-    figure_test(report, "the int8 cache against fp32: attention error and bytes per position",
-                partial(_test_figures, report, session, rng))  # fmt: skip
+    figure_test(
+        report,
+        "the int8 cache against fp32: attention error and bytes per position",
+        partial(_test_figures, report, session, rng),
+    )
     return report

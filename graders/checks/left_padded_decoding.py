@@ -69,9 +69,15 @@ GLOBAL_STATE = (
     "the output ignored a change to the cached keys and values: read the past only from the cache passed in"
 )
 KNOWN_MISTAKES = (
-    POSITIONS_WITH_PADDING, PADDING_ATTENDED, MASK_ONLY_AT_PREFILL, NOT_CAUSAL, NAN_IN_PADDING,
-    BASE_IGNORED, INTERLEAVED, GLOBAL_STATE,
-)  # fmt: skip
+    POSITIONS_WITH_PADDING,
+    PADDING_ATTENDED,
+    MASK_ONLY_AT_PREFILL,
+    NOT_CAUSAL,
+    NAN_IN_PADDING,
+    BASE_IGNORED,
+    INTERLEAVED,
+    GLOBAL_STATE,
+)
 
 BASES = (500.0, 2500.0, 40000.0)
 GARBAGE_SCALE = 30.0  # padding slots of the caches the grader hands in
@@ -255,9 +261,15 @@ def _changed_cache_test(session: SubmissionLink, report: CheckReport, batch: _Ba
     mask = batch.mask[:, : P + 1]
     x = batch.x[:, P : P + 1]
     want = rope_layer(
-        x.double(), batch.w_qkv.double(), batch.w_o.double(), batch.h, changed,
-        real_positions(mask)[:, -1:], visible_keys(mask, 1), batch.base,
-    ).y.float()  # fmt: skip
+        x.double(),
+        batch.w_qkv.double(),
+        batch.w_o.double(),
+        batch.h,
+        changed,
+        real_positions(mask)[:, -1:],
+        visible_keys(mask, 1),
+        batch.base,
+    ).y.float()
 
     def body() -> None:
         args = (batch.w_qkv, batch.w_o, batch.h)

@@ -72,9 +72,20 @@ CAPACITY_RENORMALISED = (
 DENSE = "runs every expert on every token"
 TOO_MUCH_WORK = "does more matrix work than the routed tokens need"
 KNOWN_MISTAKES = (
-    TOPK_SOFTMAX, NOT_RENORMALISED, LOGITS, TIES_HIGHER, ASCENDING, LOWEST, GATE_UP_SWAPPED, UNWEIGHTED,
-    LAST_WRITE_WINS, CAPACITY_IGNORED, CAPACITY_BY_SLOT, CAPACITY_RENORMALISED, DENSE,
-)  # fmt: skip
+    TOPK_SOFTMAX,
+    NOT_RENORMALISED,
+    LOGITS,
+    TIES_HIGHER,
+    ASCENDING,
+    LOWEST,
+    GATE_UP_SWAPPED,
+    UNWEIGHTED,
+    LAST_WRITE_WINS,
+    CAPACITY_IGNORED,
+    CAPACITY_BY_SLOT,
+    CAPACITY_RENORMALISED,
+    DENSE,
+)
 
 
 # --- known-wrong routings and layers ----------------------------------------------------------------
@@ -117,9 +128,17 @@ def route_variants(x: torch.Tensor, w: torch.Tensor, top_k: int, renormalize: bo
 
 
 def layer_variant(
-    x: torch.Tensor, w_router: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_down: torch.Tensor,
-    top_k: int, renormalize: bool, capacity: int | None, *, mistake: str = "",
-) -> torch.Tensor:  # fmt: skip
+    x: torch.Tensor,
+    w_router: torch.Tensor,
+    w_gate: torch.Tensor,
+    w_up: torch.Tensor,
+    w_down: torch.Tensor,
+    top_k: int,
+    renormalize: bool,
+    capacity: int | None,
+    *,
+    mistake: str = "",
+) -> torch.Tensor:
     """moe_layer with one known mistake (float64 from the same inputs)."""
     norm = renormalize if mistake not in (TOPK_SOFTMAX, NOT_RENORMALISED) else mistake == TOPK_SOFTMAX
     weights, experts = route(x, w_router, top_k, norm)
@@ -251,9 +270,13 @@ def _test_route(
 
 
 def _test_layer(
-    report: CheckReport, session: SubmissionLink, args: LayerArgs, top_k: int,
-    renormalize: bool | None, capacity: int | None,
-) -> None:  # fmt: skip
+    report: CheckReport,
+    session: SubmissionLink,
+    args: LayerArgs,
+    top_k: int,
+    renormalize: bool | None,
+    capacity: int | None,
+) -> None:
     kwargs: dict[str, Any] = {}
     if renormalize is not None:
         kwargs["renormalize"] = renormalize
@@ -266,9 +289,14 @@ def _test_layer(
 
 
 def _judge_layer(
-    report: CheckReport, got: torch.Tensor, want: torch.Tensor, args: LayerArgs, top_k: int,
-    renormalize: bool, capacity: int | None,
-) -> None:  # fmt: skip
+    report: CheckReport,
+    got: torch.Tensor,
+    want: torch.Tensor,
+    args: LayerArgs,
+    top_k: int,
+    renormalize: bool,
+    capacity: int | None,
+) -> None:
     if close(got, want):
         return
     message = explain_difference(got, want, "moe_layer's output")

@@ -66,10 +66,23 @@ LAST_TOKEN_TWICE = (
 FRESH_CHANGED_CACHES = 4  # fresh caches the read-the-cache test hands a changed past
 CHANGE_RATE = 1 / 3  # the share of decode_step calls, in every test, whose cache has a row changed
 KNOWN_MISTAKES = (
-    NOT_SCALED, SCALED_BY_D, SOFTMAX_AXIS, FIRST_ROW, ALL_ROWS, CACHE_QUERIES, CACHE_SWAPPED,
-    CACHE_EMBEDDINGS, NEW_KEY_LATE, MASK_IN_DECODE, IGNORES_CACHE, NOT_APPENDED, HIDDEN_STATE, NO_PROMPT,
-    NOT_NUMPY, LAST_TOKEN_TWICE,
-)  # fmt: skip
+    NOT_SCALED,
+    SCALED_BY_D,
+    SOFTMAX_AXIS,
+    FIRST_ROW,
+    ALL_ROWS,
+    CACHE_QUERIES,
+    CACHE_SWAPPED,
+    CACHE_EMBEDDINGS,
+    NEW_KEY_LATE,
+    MASK_IN_DECODE,
+    IGNORES_CACHE,
+    NOT_APPENDED,
+    HIDDEN_STATE,
+    NO_PROMPT,
+    NOT_NUMPY,
+    LAST_TOKEN_TWICE,
+)
 
 
 def _params(rng: np.random.Generator, vocab: int, d: int) -> dict[str, np.ndarray]:

@@ -111,8 +111,12 @@ def _test_memory_error(report: CheckReport, session: SubmissionLink, rng: Rng, d
     d.log.append(f"a failed append(3, n={too_many})")
     got_free = d.free_blocks()
     if got_free != free or d.table(3) != before:
-        raise _fail(report, CHANGES_ON_ERROR, f"after the MemoryError num_free_blocks() is {got_free} "
-                    f"(was {free}) and block_table(3) is {d.table(3)} (was {before})")  # fmt: skip
+        raise _fail(
+            report,
+            CHANGES_ON_ERROR,
+            f"after the MemoryError num_free_blocks() is {got_free} "
+            f"(was {free}) and block_table(3) is {d.table(3)} (was {before})",
+        )
     try:
         d.check_sequence(3)
     except Mismatch as exc:
@@ -277,13 +281,17 @@ def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
         "an append the free blocks cannot hold raises MemoryError and changes nothing; what fits still fits",
         _test_memory_error,
     )
-    check("fork shares every block; the next append to either copies a shared, partly full last block",
-          _test_fork)  # fmt: skip
+    check(
+        "fork shares every block; the next append to either copies a shared, partly full last block",
+        _test_fork,
+    )
     check("free returns only the blocks no other sequence holds, and freed blocks are reused", _test_free)
     check("block_table, gather, free and fork raise KeyError for an unknown seq_id", _test_unknown_ids)
     check("PagedKVCache(..., dtype=torch.float64) stores float64", _test_dtype)
-    check("paged_attention over sequences of different lengths (one in reused blocks) equals dense attention",
-          _test_attention)  # fmt: skip
+    check(
+        "paged_attention over sequences of different lengths (one in reused blocks) equals dense attention",
+        _test_attention,
+    )
     figure_test(
         report,
         "blocks used against a contiguous T_max reservation",

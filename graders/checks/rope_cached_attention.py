@@ -74,10 +74,21 @@ GLOBAL_STATE = (
     "the output ignored a change to the cached keys and values: read the past only from the cache passed in"
 )
 KNOWN_MISTAKES = (
-    INTERLEAVED, WRONG_WAY, THETA_EXPONENT, BASE_IGNORED, ROTATES_VALUES, NO_ROPE_Q, NO_ROPE_K,
-    CACHE_UNROTATED, POSITIONS_RESTART, ROTATES_TWICE, MASK_NOT_OFFSET, ROW_POSITIONS, SCALE_SQRT_D,
+    INTERLEAVED,
+    WRONG_WAY,
+    THETA_EXPONENT,
+    BASE_IGNORED,
+    ROTATES_VALUES,
+    NO_ROPE_Q,
+    NO_ROPE_K,
+    CACHE_UNROTATED,
+    POSITIONS_RESTART,
+    ROTATES_TWICE,
+    MASK_NOT_OFFSET,
+    ROW_POSITIONS,
+    SCALE_SQRT_D,
     GLOBAL_STATE,
-)  # fmt: skip
+)
 
 BASES = (500.0, 2500.0, 40000.0)  # never 10000: a non-default base tells BASE_IGNORED apart
 

@@ -181,8 +181,10 @@ def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     # can be told from another by its shape.
     B, V = py.choice([2, 3]), py.randint(51, 72)
     big = grid_logits(rng, B, V)
-    check(f"filter_probs(logits) with the defaults is the softmax (B={B}, V={V})",
-          partial(_test_filter, report, session, big))  # fmt: skip
+    check(
+        f"filter_probs(logits) with the defaults is the softmax (B={B}, V={V})",
+        partial(_test_filter, report, session, big),
+    )
 
     t = py.choice([0.5, 0.7, 1.5, 2.0])
     logits = grid_logits(rng, B, V)
@@ -216,8 +218,10 @@ def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
 
     nucleus = grid_logits(rng, B, V, spread=1.5)
     p = safe_top_p(nucleus, 1.0, 0, rng)
-    check(f"top_p={p} keeps the smallest set reaching {p}, the token that crosses it included",
-          partial(_test_filter, report, session, nucleus, (), {"top_p": p}))  # fmt: skip
+    check(
+        f"top_p={p} keeps the smallest set reaching {p}, the token that crosses it included",
+        partial(_test_filter, report, session, nucleus, (), {"top_p": p}),
+    )
 
     combined, t2, k2, p2 = telling_case(rng, B, V)
     check(
@@ -240,8 +244,12 @@ def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     )
     u_default = safe_u(torch.softmax(big.double(), -1), rng)
     check("sample(logits, u) with the defaults", partial(_test_sample, report, session, big, u_default, {}))
-    check("filter_probs raises ValueError for temperature < 0, top_k < 0, top_p = 0 and top_p > 1",
-          partial(_test_bad_arguments, report, session, logits, "filter_probs"))  # fmt: skip
-    check("sample raises ValueError for the same bad arguments",
-          partial(_test_bad_arguments, report, session, logits, "sample"))  # fmt: skip
+    check(
+        "filter_probs raises ValueError for temperature < 0, top_k < 0, top_p = 0 and top_p > 1",
+        partial(_test_bad_arguments, report, session, logits, "filter_probs"),
+    )
+    check(
+        "sample raises ValueError for the same bad arguments",
+        partial(_test_bad_arguments, report, session, logits, "sample"),
+    )
     return report

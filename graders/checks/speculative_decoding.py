@@ -53,9 +53,19 @@ DRAW_GE = (
 )
 NOT_EXACT = "the first emitted token is not distributed as the target's p[0]"
 KNOWN_MISTAKES = (
-    NOT_STRICT, INVERTED_RATIO, RESIDUAL_IS_P, RESIDUAL_Q_MINUS_P, RESIDUAL_UNNORMALISED,
-    RESIDUAL_NOT_CLAMPED, BONUS_FROM_LAST_DRAFT, NO_BONUS, DOES_NOT_STOP, SORTED_DRAW, DRAW_GE, NOT_EXACT,
-)  # fmt: skip
+    NOT_STRICT,
+    INVERTED_RATIO,
+    RESIDUAL_IS_P,
+    RESIDUAL_Q_MINUS_P,
+    RESIDUAL_UNNORMALISED,
+    RESIDUAL_NOT_CLAMPED,
+    BONUS_FROM_LAST_DRAFT,
+    NO_BONUS,
+    DOES_NOT_STOP,
+    SORTED_DRAW,
+    DRAW_GE,
+    NOT_EXACT,
+)
 
 D = 32  # crafted distributions are multiples of 1/D
 MARGIN = 1e-4
@@ -381,8 +391,9 @@ def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     check(
         "γ=4: u_accept equal to p/q rejects draft 1 (the test is strict), a token is drawn from the "
         "normalised residual, and drafts 2 and 3 are dropped",
-        crafted_rejection(rng), "crafted rejection",
-    )  # fmt: skip
+        crafted_rejection(rng),
+        "crafted rejection",
+    )
     check(
         "γ=3, every draft accepted: the bonus token is drawn from p[γ]",
         crafted_all_accepted(rng),
@@ -390,12 +401,16 @@ def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     )
     check(
         "a rejection with u_sample = 0 never draws a token the residual gives no mass",
-        crafted_zero_draw(rng), "u_sample = 0",
-    )  # fmt: skip
+        crafted_zero_draw(rng),
+        "u_sample = 0",
+    )
     for i, telling in enumerate((RESIDUAL_IS_P, DOES_NOT_STOP, BONUS_FROM_LAST_DRAFT)):
         case = random_case(rng, telling)
         gamma, V = case[0].shape[0], case[1].shape[1]
         check(f"random case {i + 1}: γ={gamma}, V={V}", case, f"random case γ={gamma} V={V}")
-    figure_test(report, "over a grid of draws the first token is distributed exactly as p[0]",
-                partial(_test_property, report, session, evidence, rng))  # fmt: skip
+    figure_test(
+        report,
+        "over a grid of draws the first token is distributed exactly as p[0]",
+        partial(_test_property, report, session, evidence, rng),
+    )
     return report

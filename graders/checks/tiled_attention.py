@@ -96,11 +96,25 @@ MERGE_EMPTY = (
     "NaN when a part has lse = -inf (it saw no key): that part must contribute nothing, exp(-inf - lse) = 0"
 )
 KNOWN_MISTAKES = (
-    NO_RESCALE, LAST_BLOCK_DROPPED, PADDING_ATTENDED, CAUSAL_TOP_LEFT, CAUSAL_IGNORED, BLOCKS_AVERAGED,
-    NOT_NORMALISED, NO_SCALE, OVERFLOW, MASKED_BLOCK_NAN, FULL_SCORES, BIGGER_THAN_A_BLOCK, MERGE_AVERAGE,
+    NO_RESCALE,
+    LAST_BLOCK_DROPPED,
+    PADDING_ATTENDED,
+    CAUSAL_TOP_LEFT,
+    CAUSAL_IGNORED,
+    BLOCKS_AVERAGED,
+    NOT_NORMALISED,
+    NO_SCALE,
+    OVERFLOW,
+    MASKED_BLOCK_NAN,
+    FULL_SCORES,
+    BIGGER_THAN_A_BLOCK,
+    MERGE_AVERAGE,
     MERGE_SWAPPED,
-    MERGE_LSE_MAX, MERGE_LSE_SUM, MERGE_OVERFLOW, MERGE_EMPTY,
-)  # fmt: skip
+    MERGE_LSE_MAX,
+    MERGE_LSE_SUM,
+    MERGE_OVERFLOW,
+    MERGE_EMPTY,
+)
 
 GRID = 64  # q and k of the magnitude tests are multiples of 1/64
 
@@ -319,10 +333,12 @@ def _merge_test(
         if not isinstance(got, tuple | list) or len(got) != 2:
             raise Mismatch(f"merge_attention should return a pair (o, lse), got {describe(got)}")
         o = compare(
-            got[0], want_o.float(), "the merged o",
+            got[0],
+            want_o.float(),
+            "the merged o",
             partial(merge_variants, o1.double(), l1.double(), o2.double(), l2.double()),
             not_finite=not_finite,
-        )  # fmt: skip
+        )
         if not o.ok:
             fail(report, o, o.matches[0] if o.matches else ())
         lse = decode_tensor(got[1], "the merged lse")
@@ -333,10 +349,12 @@ def _merge_test(
                 f"{tuple(want_lse.shape)}, -inf only where both parts are -inf"
             )
         result = compare(
-            lse[finite], want_lse[finite].float(), "the merged lse",
+            lse[finite],
+            want_lse[finite].float(),
+            "the merged lse",
             partial(lambda: [(m, t[finite]) for m, t in lse_variants(l1.double(), l2.double())]),
             not_finite=not_finite,
-        )  # fmt: skip
+        )
         if not result.ok:
             fail(report, result, result.matches[0] if result.matches else ())
 

@@ -74,7 +74,7 @@ MOE_ROUTING = RunSpec(
                 "capacity": 0,
                 "seed": 0,
             },
-        ),  # fmt: skip
+        ),
         Example(
             "DeepSeek-style: top 3 of 6, not renormalised",
             {
@@ -87,7 +87,7 @@ MOE_ROUTING = RunSpec(
                 "capacity": 0,
                 "seed": 1,
             },
-        ),  # fmt: skip
+        ),
         Example(
             "capacity 2: late tokens dropped",
             {
@@ -100,7 +100,7 @@ MOE_ROUTING = RunSpec(
                 "capacity": 2,
                 "seed": 2,
             },
-        ),  # fmt: skip
+        ),
     ),
     case=_moe_case,
     rules=(at_most("top_k", "experts"),),
