@@ -134,8 +134,10 @@ def _serve(args: argparse.Namespace) -> int:
     log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
     log_config["formatters"]["ours"] = {"format": "%(levelname)s:     %(name)s: %(message)s"}
     log_config["handlers"]["ours"] = {
-        "class": "logging.StreamHandler", "formatter": "ours", "stream": "ext://sys.stderr"
-    }  # fmt: skip
+        "class": "logging.StreamHandler",
+        "formatter": "ours",
+        "stream": "ext://sys.stderr",
+    }
     for name, level in (("kvprep", "INFO"), ("graders", "INFO"), ("huey", "WARNING")):
         # huey at WARNING: one line per task drowns everything else.
         log_config["loggers"][name] = {"handlers": ["ours"], "level": level, "propagate": False}

@@ -86,7 +86,7 @@ def make_engine(url: str, busy_timeout_s: float = 30.0) -> Engine:
         if path is not None:
             private_file(path)
         # SQLite connections are only open files: keep them all rather than open and close the
-        # overflow per request (opening one, with its pragmas, was a tenth of a page under load).
+        # overflow per request (opening one, with its pragmas, costs a tenth of a page under load).
         engine = create_engine(
             url,
             connect_args={"check_same_thread": False, "timeout": busy_timeout_s},

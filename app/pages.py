@@ -2,7 +2,7 @@
 
 `guest_cached` wraps a route: the first guest's page is kept, later guests get the kept
 copy. `GuestPageShortcut` answers a kept URL before routing, dependencies and the exception
-layers run at all (they were most of a page's time). Both serve a kept page to any visitor
+layers run at all (they are most of a page's time). Both serve a kept page to any visitor
 without a flash message waiting; a page kept for "a visitor without a user row" only to
 such a visitor. A signed-in visitor gets the same page with the header's account links
 (templates/_account_nav.html, the one part of such a page that names the visitor) swapped

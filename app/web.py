@@ -19,7 +19,7 @@ from graders.wording import plural
 _md = MarkdownIt("commonmark", {"html": False}).enable("table")
 
 # Markdown is rendered once per distinct text and kept: the bank's texts are the same on every
-# request (rendering was a fifth of a card page's time). Bounded, so any text a user types that
+# request (rendering costs a fifth of a card page's time uncached). Bounded, so any text a user types that
 # reaches a filter cannot grow the process.
 MARKDOWN_CACHE_ENTRIES = 8192
 

@@ -78,10 +78,10 @@ def round_trips(slugs: list[str], runs: int = 3) -> list[dict[str, Any]]:
     from graders.runner import grade, warm_up
     from graders.sandbox import client
 
-    sessions: list[client.SandboxSession] = []
+    sessions: list[client.SandboxLink] = []
     real_open = client.ForkServerClient.open
 
-    def open_and_note(self: client.ForkServerClient, *args: Any, **kwargs: Any) -> client.SandboxSession:
+    def open_and_note(self: client.ForkServerClient, *args: Any, **kwargs: Any) -> client.SandboxLink:
         session = real_open(self, *args, **kwargs)
         sessions.append(session)
         return session

@@ -24,7 +24,7 @@ from graders.limits import Limits
 from graders.sandbox.client import (
     ForkServerClient,
     SandboxError,
-    SandboxSession,
+    SandboxLink,
     shared_client,
     shutdown_shared,
 )
@@ -92,7 +92,7 @@ def _grade(check: ModuleType, slug: str, code: str, limits: Limits, client: Fork
         session.close()  # kills the child and everything it started (the fork server reaps them)
 
 
-def _run(check: ModuleType, slug: str, code: str, session: SandboxSession, entry: str) -> Result:
+def _run(check: ModuleType, slug: str, code: str, session: SandboxLink, entry: str) -> Result:
     def finish(result: Result) -> Result:
         result.output = session.output()
         return result

@@ -80,7 +80,7 @@ def failing_cases(slugs: list[str] | None = None, with_passing: bool = False) ->
 def sweep_case(case: SweepCase, seeds: range) -> Outcome:
     """Grade one case on every seed; which seeds it passed on, which lacked its diagnosis."""
     from graders.checks import load_check
-    from graders.sandbox.inprocess import InProcessSession
+    from graders.sandbox.inprocess import InProcessLink
     from graders.sandbox.protocol import LoadError
 
     check = load_check(case.slug)
@@ -88,7 +88,7 @@ def sweep_case(case: SweepCase, seeds: range) -> Outcome:
     outcome = Outcome(case, len(seeds))
     for seed in seeds:
         try:
-            session = InProcessSession(code, filename=case.path.name)
+            session = InProcessLink(code, filename=case.path.name)
         except LoadError:
             return outcome  # it cannot load: an error verdict on every seed, never a pass
         if not session.has(check.ENTRY_POINT):

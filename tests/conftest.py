@@ -8,6 +8,12 @@ process keeps the files a Settings() would put in the checkout's var/ (the embed
 grading queue, the rate-limit counts, the lab's lock) in a folder of its own, and uses
 a queue name of its own: two processes on one queue file would grade each other's
 submissions, and on one lab lock would wait for each other's runs.
+
+Three markers name what a fast loop leaves out (`scripts/test --fast` deselects them):
+`browser` (Chromium through Playwright), `sandbox` (a submission graded in the real fork
+server, marked here by path or fixture, see SANDBOX_FILES) and `postgres` (the PostgreSQL
+half of every `db_url` test). PostgreSQL is only reached by a test that asks for it, so a run
+without those tests needs no server.
 """
 
 from __future__ import annotations
@@ -44,29 +50,74 @@ from app.db import make_engine, migrate  # noqa: E402
 
 # PostgreSQL runs on every dev machine and in CI (127.0.0.1:5432, trust auth, database `test`).
 POSTGRES_URL = os.environ.get("KVPREP_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
-BACKENDS = ["sqlite", "postgresql"]
+BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+
+# Test files whose tests grade submissions in the real sandbox (the fork server and its
+# children), relative to tests/; a test elsewhere that does is marked `sandbox` itself, or
+# asks for a `grading_client` fixture (an app with a grading thread).
+SANDBOX_FILES = (
+    "graders/sandbox/",
+    "graders/examples/test_run_sandbox.py",
+    "graders/test_cli.py",
+    "graders/test_runner.py",
+    "graders/test_wording.py",
+    "routes/test_challenge_run.py",
+    "services/test_grading.py",
+    "test_scale_out.py",
+)
+SANDBOX_FIXTURES = {"grading_client"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A run that leaves the sandbox out refuses to start the fork server, so that a test which
+    grades in it without the `sandbox` marker fails with a sentence saying so."""
+    if "not sandbox" in (config.option.markexpr or ""):
+        from graders.sandbox.client import ForkServerClient
+
+        def refuse(self: ForkServerClient) -> None:
+            raise RuntimeError("this test starts the sandbox's fork server: mark it `sandbox`")
+
+        ForkServerClient._start_locked = refuse  # type: ignore[method-assign]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tests_root = Path(__file__).parent
+    for item in items:
+        where = item.path.relative_to(tests_root).as_posix()
+        if where.startswith(SANDBOX_FILES) or SANDBOX_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.sandbox)
 
 
 @pytest.fixture(scope="session")
 def _migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """Each backend migrated once per run, from an empty schema, through Alembic.
+    """Each backend migrated once per run, from an empty schema, through Alembic, when a test
+    first asks for it (a run without PostgreSQL tests never connects to a server).
 
     PostgreSQL gets a schema of its own per run (search_path), so two test runs on one
     machine never drop each other's tables.
     """
-    urls = {"sqlite": f"sqlite:///{tmp_path_factory.mktemp('db') / 'test.sqlite3'}"}
     schema = f"kvprep_test_{os.getpid()}"
     admin = make_engine(POSTGRES_URL)
-    with admin.begin() as conn:
-        conn.execute(text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
-        conn.execute(text(f"CREATE SCHEMA {schema}"))
-    separator = "&" if "?" in POSTGRES_URL else "?"
-    urls["postgresql"] = f"{POSTGRES_URL}{separator}options=-csearch_path%3D{schema}"
-    for url in urls.values():
-        migrate(url)
-    yield urls
-    with admin.begin() as conn:
-        conn.execute(text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+
+    class _Lazy(dict[str, str]):
+        def __missing__(self, backend: str) -> str:
+            if backend == "sqlite":
+                url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'test.sqlite3'}"
+            else:
+                with admin.begin() as conn:
+                    conn.execute(text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+                    conn.execute(text(f"CREATE SCHEMA {schema}"))
+                separator = "&" if "?" in POSTGRES_URL else "?"
+                url = f"{POSTGRES_URL}{separator}options=-csearch_path%3D{schema}"
+            migrate(url)
+            self[backend] = url
+            return url
+
+    lazy = _Lazy()
+    yield lazy
+    if "postgresql" in lazy:
+        with admin.begin() as conn:
+            conn.execute(text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
     admin.dispose()
 
 

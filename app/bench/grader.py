@@ -71,6 +71,12 @@ def per_challenge(client: Client, slugs: list[str], n: int) -> dict[str, dict[st
             if verdict != "passed":
                 raise RuntimeError(f"the worked solution of {slug} got {verdict}")
             times[slug].append(elapsed)
+    return latency_ratios(times)
+
+
+def latency_ratios(times: dict[str, list[float]]) -> dict[str, dict[str, float]]:
+    """Per challenge but the baseline: p50 and p95 in ms and its p50 over decode-step's
+    (the figure MAX_RATIO_TO_DECODE_STEP bounds). `times` are seconds, baseline included."""
     base_p50 = statistics.median(times[BASELINE_SLUG])
     return {
         slug: {

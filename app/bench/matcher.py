@@ -145,8 +145,12 @@ def run_worker(model: str) -> dict[str, object]:
         env.pop("XDG_CACHE_HOME", None)
         done = subprocess.run(
             [sys.executable, "-m", "app.bench.matcher", "--worker", model],
-            env=env, cwd=ROOT, capture_output=True, text=True, check=False,
-        )  # fmt: skip
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if done.returncode != 0:
             raise RuntimeError(f"{model} failed:\n{done.stderr[-2000:]}")
         left = [p for p in Path(home).rglob("*") if p.is_file()]

@@ -4,99 +4,23 @@ Cards declare the figures they state in their front matter (`figures: {name: "51
 tests/content/test_figures.py recomputes each one here and fails when a card
 disagrees. Run `kvprep figures` to print the table.
 
-Model shapes come from the models' config.json files as quoted in the seeds
-(GPT-2 small; Llama 2 7B/70B, Mistral 7B v0.1, Llama 3 8B).
+This module holds the KV-cache round's figures (the first five models) and merges every
+area's (figures_hardware, figures_models, figures_serving, figures_kernels, figures_2026). Model
+shapes live in app.content.shapes, which the area modules import; none of them imports this one.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
-from app.content import inference_math as im
-from graders.reference.kv_memory import kv_cache_bytes
-
-KIB, MIB, GIB = 2**10, 2**20, 2**30
-GPU_80GB_BYTES = 80 * 10**9  # "80 GB" cards are sold in decimal gigabytes
-
-
-@dataclass(frozen=True)
-class ModelShape:
-    name: str
-    layers: int
-    q_heads: int
-    kv_heads: int
-    hidden: int
-    vocab: int
-    intermediate: int  # MLP width (gated SwiGLU for Llama/Mistral)
-    bytes_per_element: int = 2  # fp16/bf16 unless stated
-    head_dim_override: int | None = None  # config.json's head_dim when it is not hidden / heads (Gemma-2)
-    n_experts: int = 1  # MLP experts per layer (Mixtral: 8); every expert's weights are in memory
-    tied_embeddings: bool = False  # tie_word_embeddings: the LM head reuses the embedding matrix
-    norms_per_layer: int = 2  # RMSNorm weight vectors per block (Gemma-2 has four)
-    qkv_bias: bool = False  # Qwen2.5 adds biases to the q, k and v projections
-
-    @property
-    def head_dim(self) -> int:
-        return self.head_dim_override or self.hidden // self.q_heads
-
-    def kv_bytes(self, seq_len: int, batch: int = 1) -> int:
-        return kv_cache_bytes(
-            self.layers, self.kv_heads, self.head_dim, seq_len, batch, self.bytes_per_element
-        )
-
-    def llama_params(self) -> int:
-        """Parameters in memory of a Llama-style decoder (gated MLP, RMSNorm), every expert counted.
-
-        q and o are hidden x (q_heads * head_dim); k and v hidden x (kv_heads * head_dim), which
-        is hidden x hidden only when head_dim = hidden / heads (not Gemma-2).
-        """
-        d, q_width, kv_width = self.hidden, self.q_heads * self.head_dim, self.kv_heads * self.head_dim
-        attn = 2 * d * q_width + 2 * d * kv_width
-        if self.qkv_bias:
-            attn += q_width + 2 * kv_width
-        mlp = 3 * d * self.intermediate * self.n_experts
-        router = d * self.n_experts if self.n_experts > 1 else 0
-        per_layer = attn + mlp + router + self.norms_per_layer * d
-        embeddings = self.vocab * d * (1 if self.tied_embeddings else 2)
-        return self.layers * per_layer + embeddings + d
-
-    def dense_params(self) -> int:
-        """The same count with one MLP per layer: a dense model's total, an MoE's without its other
-        experts."""
-        return replace(self, n_experts=1).llama_params()
-
-    def matmul_params(self) -> int:
-        """Parameters a token's forward pass multiplies by: all but the input embedding lookup.
-
-        With tied embeddings the matrix is still multiplied once, by the LM head.
-        """
-        return self.dense_params() - (0 if self.tied_embeddings else self.vocab * self.hidden)
-
-    def decode_read_bytes(self, bytes_per_param: float = 2) -> float:
-        """Weight bytes one decode step reads from HBM: every matrix it multiplies by, once.
-
-        The input embedding table is not among them (a step gathers one row per sequence); a
-        tied table is read once, as the LM head. The memory footprint (dense_params) is larger.
-        """
-        return self.matmul_params() * bytes_per_param
-
-    def layer_params(self) -> int:
-        """Parameters inside the decoder blocks: all but the embeddings, the LM head and the final norm."""
-        return (
-            self.dense_params() - self.vocab * self.hidden * (1 if self.tied_embeddings else 2) - self.hidden
-        )
-
-    def prefill_flops(self, prompt: int, cached: int = 0) -> float:
-        """The bank's one prefill convention, as engines run it: `prompt - cached` new tokens pass
-        through every layer (2 FLOPs per layer parameter per token, plus causal attention's q.k and
-        p.v against all `prompt` positions), and the LM head runs once, on the last position, to
-        sample the first output token."""
-        new = prompt - cached
-        attention = im.prefill_attention_flops(self.layers, self.q_heads, self.head_dim, prompt)
-        attention -= im.prefill_attention_flops(self.layers, self.q_heads, self.head_dim, cached)
-        head = self.vocab * self.hidden
-        return im.matmul_flops(self.layer_params(), new) + attention + im.matmul_flops(head, 1)
-
+from app.content import (
+    figures_2026,
+    figures_2026_serving,
+    figures_2026_systems,
+    figures_hardware,
+    figures_kernels,
+    figures_models,
+    figures_serving,
+)
+from app.content.shapes import GIB, GPT2_SMALL, GPU_80GB_BYTES, KIB, LLAMA2_70B, MIB, MODELS, ModelShape
 
 # The bank's one convention for prefill FLOPs (ModelShape.prefill_flops), in the words every card
 # that states a prefill figure carries in its Notes (tests/content/test_prefill_convention.py).
@@ -149,67 +73,6 @@ PREFILL_FIGURE_PREFIXES = (
 )
 
 
-GPT2_SMALL = ModelShape("GPT-2 small", 12, 12, 12, 768, 50257, 3072, bytes_per_element=4)
-LLAMA2_7B = ModelShape("Llama-2-7B", 32, 32, 32, 4096, 32000, 11008)
-MISTRAL_7B = ModelShape("Mistral-7B-v0.1", 32, 32, 8, 4096, 32000, 14336)
-LLAMA3_8B = ModelShape("Llama-3-8B", 32, 32, 8, 4096, 128256, 14336)
-LLAMA2_70B = ModelShape("Llama-2-70B", 80, 64, 8, 8192, 32000, 28672)
-
-MODELS = {
-    "gpt2_small": GPT2_SMALL,
-    "llama2_7b": LLAMA2_7B,
-    "mistral_7b": MISTRAL_7B,
-    "llama3_8b": LLAMA3_8B,
-    "llama2_70b": LLAMA2_70B,
-}
-
-# Later models, from their config.json on Hugging Face (dense attention shapes only; MoE and
-# MLA details live with the figures that need them). Kept apart from MODELS so that the
-# numeric generator's draws and the figure names above do not change.
-QWEN25_7B = ModelShape("Qwen2.5-7B", 28, 28, 4, 3584, 152064, 18944, qkv_bias=True)
-GEMMA2_9B = ModelShape(
-    "Gemma-2-9B",
-    42,
-    16,
-    8,
-    3584,
-    256000,
-    14336,
-    head_dim_override=256,
-    tied_embeddings=True,
-    norms_per_layer=4,
-)
-MIXTRAL_8X7B = ModelShape("Mixtral-8x7B-v0.1", 32, 32, 8, 4096, 32000, 14336, n_experts=8)
-LLAMA31_70B = ModelShape("Llama-3.1-70B", 80, 64, 8, 8192, 128256, 28672)
-LLAMA31_405B = ModelShape("Llama-3.1-405B", 126, 128, 8, 16384, 128256, 53248)
-
-LATER_MODELS = {
-    "qwen25_7b": QWEN25_7B,
-    "gemma2_9b": GEMMA2_9B,
-    "mixtral_8x7b": MIXTRAL_8X7B,
-    "llama31_70b": LLAMA31_70B,
-    "llama31_405b": LLAMA31_405B,
-}
-
-
-@dataclass(frozen=True)
-class MLAShape:
-    """Multi-head latent attention's cache shape (DeepSeek-V2/V3 config.json)."""
-
-    name: str
-    layers: int
-    kv_lora_rank: int  # the compressed latent c_KV cached per token and layer
-    qk_rope_head_dim: int  # the decoupled RoPE key, one per token and layer, shared by all heads
-    q_heads: int
-    qk_nope_head_dim: int
-    v_head_dim: int
-
-
-# deepseek-ai/DeepSeek-V3 config.json: 61 layers, kv_lora_rank 512, qk_rope_head_dim 64,
-# 128 heads of qk_nope_head_dim 128 and v_head_dim 128.
-DEEPSEEK_V3 = MLAShape("DeepSeek-V3", 61, 512, 64, 128, 128, 128)
-
-
 # kvprep's GPT-2 small measurements on a CPU (seed 000), in milliseconds. Quoted on the cards as
 # measured; only the ratios below are derived from them.
 GPT2_CPU_MS = {
@@ -255,17 +118,6 @@ def naive_vs_cached_work(prompt_len: int, n_new: int, *, unused_last_step: bool 
 
 def compute_figures() -> dict[str, str]:
     """name -> the exact text a card must print for that figure (every area's, merged)."""
-    # Imported here: the area modules import ModelShape and the models from this module.
-    from app.content import (
-        figures_2026,
-        figures_2026_serving,
-        figures_2026_systems,
-        figures_hardware,
-        figures_kernels,
-        figures_models,
-        figures_serving,
-    )
-
     merged = _model_figures()
     areas = (figures_hardware, figures_models, figures_serving, figures_kernels)
     for area in (*areas, figures_2026, figures_2026_systems, figures_2026_serving):

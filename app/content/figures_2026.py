@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.content.figures import GIB, KIB, LLAMA3_8B, LLAMA31_70B, ModelShape
 from app.content.hardware import (
     B200_SXM,
     BLACKWELL_FP8_FP4,
@@ -25,6 +24,7 @@ from app.content.hardware import (
     H100_SXM,
     H200_SXM,
 )
+from app.content.shapes import GIB, KIB, LLAMA3_8B, LLAMA31_70B, ModelShape
 
 MB = 10**6
 

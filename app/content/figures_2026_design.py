@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 
-from app.content.figures import LLAMA31_70B
 from app.content.figures_2026 import decode_weight_bytes
 from app.content.figures_2026_serving import (
     ASSUMED_EFFICIENCY,
@@ -24,6 +23,7 @@ from app.content.figures_2026_serving import (
 from app.content.figures_kernels import PCIE5_X16_ONE_WAY, VLLM_GPU_MEMORY_UTILIZATION
 from app.content.figures_serving import ASSUMED_H100_DOLLARS_PER_HOUR, IB_NDR_400_BYTES_PER_S
 from app.content.hardware import H100_FP8_FLOPS, H100_SXM
+from app.content.shapes import LLAMA31_70B
 
 MB = 10**6
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import math
 
-from app.content.figures import GEMMA2_9B, GIB, KIB, LLAMA2_7B, LLAMA3_8B, LLAMA31_70B, ModelShape
 from app.content.figures_kernels import PCIE5_X16_ONE_WAY, VLLM_GPU_MEMORY_UTILIZATION
 from app.content.figures_serving import IB_NDR_400_BYTES_PER_S
 from app.content.hardware import GPU, H100_SXM, H200_SXM, NVLINK4_BYTES_PER_S
+from app.content.shapes import GEMMA2_9B, GIB, KIB, LLAMA2_7B, LLAMA3_8B, LLAMA31_70B, ModelShape
 
 MB = 10**6
 

@@ -15,9 +15,9 @@ a 400 Gb/s InfiniBand NIC moves 50 GB/s each way.
 from __future__ import annotations
 
 from app.content import inference_math as im
-from app.content.figures import GIB, KIB, LLAMA2_7B, LLAMA3_8B, LLAMA31_405B, ModelShape
 from app.content.figures_2026 import MB
 from app.content.hardware import A100_80GB, H100_FP8_FLOPS, H100_SXM, NVLINK4_BYTES_PER_S
+from app.content.shapes import GIB, KIB, LLAMA2_7B, LLAMA3_8B, LLAMA31_405B, ModelShape
 
 IB_BYTES_PER_S = 50e9  # one 400 Gb/s CX7 NIC per GPU, per direction (DeepEP's ~50 GB/s)
 NVLINK4_PER_DIRECTION = NVLINK4_BYTES_PER_S / 2

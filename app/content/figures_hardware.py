@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 
 from app.content import inference_math as im
-from app.content.figures import (
+from app.content.hardware import GPUS, H100_SXM
+from app.content.shapes import (
     DEEPSEEK_V3,
     GIB,
     KIB,
@@ -27,7 +28,6 @@ from app.content.figures import (
     MODELS,
     ModelShape,
 )
-from app.content.hardware import GPUS, H100_SXM
 
 MISTRAL_WINDOW = 4096  # mistralai/Mistral-7B-v0.1 config.json: sliding_window
 

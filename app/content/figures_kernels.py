@@ -15,7 +15,8 @@ import math
 import numpy as np
 
 from app.content import inference_math as im
-from app.content.figures import (
+from app.content.hardware import A100_80GB, H100_SXM
+from app.content.shapes import (
     GEMMA2_9B,
     GIB,
     KIB,
@@ -27,7 +28,6 @@ from app.content.figures import (
     MISTRAL_7B,
     ModelShape,
 )
-from app.content.hardware import A100_80GB, H100_SXM
 
 MISTRAL_WINDOW = 4096  # mistralai/Mistral-7B-v0.1 config.json: sliding_window
 GEMMA2_WINDOW = 4096  # google/gemma-2-9b config.json: sliding_window (global layers: 8,192)

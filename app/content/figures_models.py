@@ -3,8 +3,8 @@
 Merged into app.content.figures.compute_figures(); a name defined twice is an error. Names carry
 their topic's prefix: spec_, quant_, mla_, parallel_, moe_.
 
-Shapes are figures.LATER_MODELS (each checked against its config.json on Hugging Face) plus
-DeepSeek-V3's attention and expert fields below; formulas are app.content.inference_math.
+Shapes are app.content.shapes (LATER_MODELS, each checked against its config.json on Hugging
+Face, and DEEPSEEK_V3's attention and expert fields); formulas are app.content.inference_math.
 """
 
 from __future__ import annotations
@@ -13,44 +13,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.content import inference_math as im
-from app.content.figures import GIB, KIB, LATER_MODELS, LLAMA3_8B, ModelShape
 from app.content.hardware import H100_SXM
+from app.content.shapes import (
+    DEEPSEEK_V3,
+    GEMMA2_9B,
+    GIB,
+    KIB,
+    LATER_MODELS,
+    LLAMA3_8B,
+    LLAMA31_70B,
+    LLAMA31_405B,
+    MIXTRAL_8X7B,
+    QWEN25_7B,
+    MLAShape,
+    ModelShape,
+)
 
-LLAMA31_70B = LATER_MODELS["llama31_70b"]
-LLAMA31_405B = LATER_MODELS["llama31_405b"]
-QWEN25_7B = LATER_MODELS["qwen25_7b"]
-GEMMA2_9B = LATER_MODELS["gemma2_9b"]
-MIXTRAL = LATER_MODELS["mixtral_8x7b"]
 GPU_80GB = H100_SXM.hbm_bytes
 
 
-@dataclass(frozen=True)
-class MLAShape:
-    """The attention and MoE fields of a DeepSeek config.json that the MLA and EP cards use."""
-
-    name: str
-    layers: int  # num_hidden_layers
-    heads: int  # num_attention_heads
-    hidden: int  # hidden_size
-    kv_lora_rank: int  # d_c, the cached latent
-    rope_head_dim: int  # qk_rope_head_dim, the one decoupled RoPE key cached per token
-    nope_head_dim: int  # qk_nope_head_dim, each head's key part rebuilt from the latent
-    v_head_dim: int
-    routed_experts: int
-    experts_per_token: int
-    dense_layers: int  # first_k_dense_replace: layers with a dense MLP instead of experts
-
-
-# deepseek-ai/DeepSeek-V3 config.json (the MTP module is a 62nd layer used for drafting only).
-DEEPSEEK_V3 = MLAShape("DeepSeek-V3", 61, 128, 7168, 512, 64, 128, 128, 256, 8, 3)
-
-
 # ---------------------------------------------------------------- speculative decoding
-
-
-def acceptance_rate(p: Sequence[float], q: Sequence[float]) -> float:
-    """Probability that a draft token sampled from q is accepted by target p: sum of min(p, q)."""
-    return sum(min(pi, qi) for pi, qi in zip(p, q, strict=True))
 
 
 def accept_probabilities(p: Sequence[float], q: Sequence[float]) -> list[float]:
@@ -68,7 +50,7 @@ def residual_distribution(p: Sequence[float], q: Sequence[float]) -> list[float]
 def speculative_output_distribution(p: Sequence[float], q: Sequence[float]) -> list[float]:
     """P(emit x) = q(x) * accept(x) + P(reject) * residual(x); equals p for any q (the proof)."""
     accept = accept_probabilities(p, q)
-    reject = 1 - acceptance_rate(p, q)
+    reject = 1 - im.acceptance_rate(p, q)
     if reject == 0:
         return [qi * a for qi, a in zip(q, accept, strict=True)]
     residual = residual_distribution(p, q)
@@ -90,9 +72,9 @@ def _spec_figures() -> dict[str, str]:
     f: dict[str, str] = {}
     # The three-token worked example: target p and draft q over tokens A, B, C.
     p, q = (0.5, 0.3, 0.2), (0.2, 0.6, 0.2)
-    f["spec_example_alpha"] = f"{acceptance_rate(p, q):.2f}"
+    f["spec_example_alpha"] = f"{im.acceptance_rate(p, q):.2f}"
     f["spec_example_accept_b"] = f"{accept_probabilities(p, q)[1]:.2f}"
-    f["spec_example_reject"] = f"{1 - acceptance_rate(p, q):.2f}"
+    f["spec_example_reject"] = f"{1 - im.acceptance_rate(p, q):.2f}"
     f["spec_example_residual_a"] = f"{residual_distribution(p, q)[0]:.2f}"
     f["spec_example_target_b"] = f"{p[1]:.0%}"  # B is not the target's argmax
     for alpha, gamma in ((0.6, 4), (0.8, 2), (0.8, 4), (0.8, 8), (0.9, 4)):
@@ -236,18 +218,18 @@ def _quant_figures() -> dict[str, str]:
 
 def mla_decompressed_bytes_per_token(s: MLAShape, bytes_per_element: int = 2) -> int:
     """Per-head keys (nope + rope) and values for every head: what MLA would cache without the latent."""
-    return s.layers * s.heads * (s.nope_head_dim + s.rope_head_dim + s.v_head_dim) * bytes_per_element
+    return s.layers * s.q_heads * (s.qk_nope_head_dim + s.qk_rope_head_dim + s.v_head_dim) * bytes_per_element
 
 
 def mla_absorbed_flops_per_cached_token(s: MLAShape) -> int:
     """Decode FLOPs per cached token per layer with absorbed weights: every head scores the
     576-wide key (latent + RoPE key) and weights the 512-wide latent as its value."""
-    return 2 * s.heads * ((s.kv_lora_rank + s.rope_head_dim) + s.kv_lora_rank)
+    return 2 * s.q_heads * ((s.kv_lora_rank + s.qk_rope_head_dim) + s.kv_lora_rank)
 
 
 def mla_decompress_flops_per_cached_token(s: MLAShape) -> int:
     """FLOPs per cached token per layer to rebuild every head's key and value from the latent."""
-    return 2 * s.kv_lora_rank * s.heads * (s.nope_head_dim + s.v_head_dim)
+    return 2 * s.kv_lora_rank * s.q_heads * (s.qk_nope_head_dim + s.v_head_dim)
 
 
 def gqa_attention_intensity(model: ModelShape) -> float:
@@ -261,15 +243,17 @@ def gqa_attention_intensity(model: ModelShape) -> float:
 def _mla_figures() -> dict[str, str]:
     f: dict[str, str] = {}
     s = DEEPSEEK_V3
-    mla = im.mla_bytes_per_token(s.layers, s.kv_lora_rank, s.rope_head_dim, 2)
+    mla = im.mla_bytes_per_token(s.layers, s.kv_lora_rank, s.qk_rope_head_dim, 2)
     full = mla_decompressed_bytes_per_token(s)
-    f["mla_v3_elements_per_layer"] = str(s.kv_lora_rank + s.rope_head_dim)
+    f["mla_v3_elements_per_layer"] = str(s.kv_lora_rank + s.qk_rope_head_dim)
     f["mla_v3_bytes_per_token"] = f"{mla:,}"
     f["mla_v3_kib_per_token"] = f"{mla / KIB:.1f} KiB"
     f["mla_v3_decompressed_kib_per_token"] = f"{full / KIB:,.0f} KiB"
     f["mla_v3_saving_vs_decompressed"] = f"{full / mla:.1f}x"
-    f["mla_v3_gqa_equivalent_groups"] = f"{(s.kv_lora_rank + s.rope_head_dim) / (2 * s.nope_head_dim):g}"
-    f["mla_v3_key_dim"] = str(s.nope_head_dim + s.rope_head_dim)
+    f["mla_v3_gqa_equivalent_groups"] = (
+        f"{(s.kv_lora_rank + s.qk_rope_head_dim) / (2 * s.qk_nope_head_dim):g}"
+    )
+    f["mla_v3_key_dim"] = str(s.qk_nope_head_dim + s.qk_rope_head_dim)
     f["mla_v3_gib_128k"] = f"{mla * 131072 / GIB:.2f} GiB"
     for key, model in LATER_MODELS.items():
         f[f"mla_cmp_{key}_kib_per_token"] = f"{model.kv_bytes(1) / KIB:g} KiB"
@@ -281,7 +265,7 @@ def _mla_figures() -> dict[str, str]:
     f["mla_v3_tp8_vs_gqa_per_gpu"] = f"{mla / tp_kv_bytes_per_token_per_gpu(LLAMA31_70B, 8):.2f}x"
     absorbed = mla_absorbed_flops_per_cached_token(s)
     rebuild = mla_decompress_flops_per_cached_token(s)
-    latent_bytes = (s.kv_lora_rank + s.rope_head_dim) * 2
+    latent_bytes = (s.kv_lora_rank + s.qk_rope_head_dim) * 2
     f["mla_absorbed_flops_per_token_layer"] = f"{absorbed:,} FLOPs"
     f["mla_decompress_flops_per_token_layer"] = f"{rebuild:,} FLOPs"
     f["mla_decompress_over_absorbed"] = f"{rebuild / absorbed:.0f}x"
@@ -367,19 +351,6 @@ def _parallel_figures() -> dict[str, str]:
 # ---------------------------------------------------------------- mixture of experts
 
 
-def moe_params(model: ModelShape, experts: int, top_k: int) -> tuple[int, int]:
-    """(total, active per token) parameters of a Mixtral-style MoE: every layer's MLP is `experts`
-    gated experts of the dense MLP's shape plus a router, of which `top_k` run per token."""
-    d = model.hidden
-    expert = 3 * d * model.intermediate
-    attention = layer_params(model) - 3 * d * model.intermediate  # attention and norms
-    router = d * experts
-    embeddings = 2 * model.vocab * d + d
-    total = model.layers * (attention + router + experts * expert) + embeddings
-    active = model.layers * (attention + router + top_k * expert) + embeddings
-    return total, active
-
-
 def expert_capacity(tokens: int, top_k: int, experts: int, capacity_factor: float) -> int:
     """Tokens an expert may take in a batch (Switch Transformer): tokens * k / E * capacity factor."""
     return int(tokens * top_k / experts * capacity_factor)
@@ -387,7 +358,17 @@ def expert_capacity(tokens: int, top_k: int, experts: int, capacity_factor: floa
 
 def _moe_figures() -> dict[str, str]:
     f: dict[str, str] = {}
-    total, active = moe_params(MIXTRAL, 8, 2)
+    d = MIXTRAL_8X7B.hidden
+    total, active = im.moe_params(
+        layers=MIXTRAL_8X7B.layers,
+        attention_params=layer_params(MIXTRAL_8X7B)
+        - 3 * d * MIXTRAL_8X7B.intermediate,  # attention and norms
+        expert_params=3 * d * MIXTRAL_8X7B.intermediate,
+        embedding_params=2 * MIXTRAL_8X7B.vocab * d + d,  # untied embedding and LM head, final norm
+        router_params=d * 8,
+        experts=8,
+        top_k=2,
+    )
     f["moe_mixtral_total_params"] = f"{total / 1e9:.1f}B"
     f["moe_mixtral_active_params"] = f"{active / 1e9:.1f}B"
     f["moe_mixtral_active_share"] = f"{active / total:.0%}"
@@ -396,15 +377,15 @@ def _moe_figures() -> dict[str, str]:
     f["moe_mixtral_active_bf16_gb"] = f"{active * 2 / 1e9:.1f} GB"
     f["moe_mixtral_gflop_per_token"] = f"{im.matmul_flops(active, 1) / 1e9:.1f} GFLOP"
     f["moe_mixtral_dense_gflop_per_token"] = f"{im.matmul_flops(total, 1) / 1e9:.1f} GFLOP"
-    expert = 3 * MIXTRAL.hidden * MIXTRAL.intermediate
+    expert = 3 * MIXTRAL_8X7B.hidden * MIXTRAL_8X7B.intermediate
     f["moe_mixtral_expert_params"] = f"{expert / 1e6:.0f}M"
     for batch in (1, 4, 8, 16, 32):
         f[f"moe_mixtral_experts_touched_b{batch}"] = f"{im.expected_experts_touched(8, 2, batch):.2f}"
     # Weight bytes a decode step reads at batch b: the non-expert weights plus the experts touched.
-    shared = active - 2 * expert * MIXTRAL.layers
+    shared = active - 2 * expert * MIXTRAL_8X7B.layers
     for batch in (1, 32):
         touched = im.expected_experts_touched(8, 2, batch)
-        step_bytes = (shared + touched * expert * MIXTRAL.layers) * 2
+        step_bytes = (shared + touched * expert * MIXTRAL_8X7B.layers) * 2
         f[f"moe_mixtral_step_gb_b{batch}"] = f"{step_bytes / 1e9:.1f} GB"
     per_expert = im.crossover_batch(H100_SXM, 2)
     f["moe_h100_tokens_per_expert"] = f"{per_expert:.0f}"
@@ -419,7 +400,7 @@ def _moe_figures() -> dict[str, str]:
     # only at experts / top_k times the batch.
     f["moe_mixtral_batch_factor_per_expert"] = f"{8 / 2:.0f}x"
     # The name "8x7B" multiplied out: what candidates say, against the 46.7B actually stored.
-    f["moe_mixtral_naive_params"] = f"{MIXTRAL.n_experts * 7}B"
+    f["moe_mixtral_naive_params"] = f"{MIXTRAL_8X7B.n_experts * 7}B"
     f["moe_mean_load_4096"] = f"{4096 * 2 // 8:,}"
     return f
 

@@ -13,12 +13,8 @@ import math
 from collections.abc import Sequence
 
 from app.content import inference_math as im
-from app.content.figures import GIB, LATER_MODELS, ModelShape
-from app.content.figures_models import DEEPSEEK_V3
 from app.content.hardware import H100_SXM
-
-QWEN25_7B = LATER_MODELS["qwen25_7b"]
-LLAMA31_70B = LATER_MODELS["llama31_70b"]
+from app.content.shapes import DEEPSEEK_V3, GIB, LLAMA31_70B, QWEN25_7B, ModelShape
 
 # An assumed rental price for one H100 SXM, in dollars per GPU-hour. Not a quote: cards say so
 # and scale their answers with it (cost is proportional to price).
@@ -229,7 +225,7 @@ def _chunked_figures() -> dict[str, str]:
     f["chunked_qwen_cache_4k_mb"] = f"{qwen_cache / 1e6:.0f} MB"
     f["chunked_qwen_transfer_ms"] = f"{qwen_cache / IB_NDR_400_BYTES_PER_S * 1e3:.1f} ms"
     v3 = DEEPSEEK_V3
-    v3_cache = im.mla_bytes_per_token(v3.layers, v3.kv_lora_rank, v3.rope_head_dim, 2) * 4096
+    v3_cache = im.mla_bytes_per_token(v3.layers, v3.kv_lora_rank, v3.qk_rope_head_dim, 2) * 4096
     f["chunked_v3_cache_4k_mb"] = f"{v3_cache / 1e6:.0f} MB"
     f["chunked_v3_transfer_ms"] = f"{v3_cache / IB_NDR_400_BYTES_PER_S * 1e3:.1f} ms"
     return f

@@ -12,6 +12,7 @@ MLA's cache is DeepSeek-AI, 2024, DeepSeek-V2 (arXiv:2405.04434), section 2.1.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from app.content.hardware import GPU
 
@@ -90,6 +91,12 @@ def kv_heads_per_gpu(kv_heads: int, tp: int) -> int:
     if tp % kv_heads:
         raise ValueError(f"kv_heads={kv_heads} does not divide tp={tp}")
     return 1
+
+
+def acceptance_rate(p: Sequence[float], q: Sequence[float]) -> float:
+    """Probability that a draft token sampled from q is accepted by target p: sum of min(p, q)
+    (Leviathan et al., section 3.1: alpha = 1 - total variation distance of p and q)."""
+    return sum(min(pi, qi) for pi, qi in zip(p, q, strict=True))
 
 
 def speculative_expected_tokens(alpha: float, gamma: int) -> float:
@@ -245,6 +252,26 @@ def expected_experts_touched(experts: int, top_k: int, tokens: int) -> float:
     """
     miss = (experts - top_k) / experts
     return experts * (1 - miss**tokens)
+
+
+def moe_params(
+    *,
+    layers: int,
+    attention_params: int,
+    expert_params: int,
+    router_params: int,
+    embedding_params: int,
+    experts: int,
+    top_k: int,
+) -> tuple[int, int]:
+    """(total, active per token) parameters of a Mixtral-style MoE decoder.
+
+    Every layer holds `attention_params` (attention and norms), a router and `experts` MLP experts
+    of `expert_params` each, of which `top_k` run per token; the embeddings (and LM head) are
+    counted once and always run.
+    """
+    shared = layers * (attention_params + router_params) + embedding_params
+    return shared + layers * experts * expert_params, shared + layers * top_k * expert_params
 
 
 def ring_allreduce_bytes_per_gpu(message_bytes: float, gpus: int) -> float:

@@ -1,6 +1,6 @@
 """The cache calculator: one model, one GPU, two dtypes, a context and a batch, and what follows.
 
-Every number comes from the bank's own arithmetic (app/content/figures.py for the model
+Every number comes from the bank's own arithmetic (app/content/shapes.py for the model
 shapes and parameter counts, graders/reference/kv_memory.py for the cache, and
 app/content/inference_math.py for the roofline), so the page and the cards cannot disagree.
 A pasted config.json is read with the same reader the kv-cache-bytes challenge grades.
@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.content import inference_math as im
-from app.content.figures import GIB, LATER_MODELS, MODELS, ModelShape
 from app.content.hardware import GPU, GPUS
+from app.content.shapes import GIB, LATER_MODELS, MODELS, ModelShape
 from app.services.errors import InvalidInput
 from graders.reference.kv_memory import cache_shape_from_config, kv_cache_bytes
 

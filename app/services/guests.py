@@ -1,9 +1,8 @@
 """Guest rows: removing the ones that never kept anything.
 
 A guest gets a user row only when it stores something (deps.current_user). A row can still
-end up empty (a guest that started something later deleted, or rows made before guests were
-created lazily); those idle past `guest_idle_days` are deleted at start-up and by
-`kvprep purge-guests`.
+end up empty (a guest that started something and later deleted it); those idle past
+`guest_idle_days` are deleted at start-up and by `kvprep purge-guests`.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 A quiz recall answer keeps its suggestion in `QuizItem.suggested`, a mock answer in
 `MockItem.suggested`; both hold `{"points": [...], "method": ...}`. What the
-user then ticks is stored where it always was (the quiz's `response["key_points"]`, the
-mock's `covered`), so a report can show both: what the matcher suggested, what the user
-confirmed. Answers given before suggestions existed have none, and every reader copes.
+user then ticks is stored apart (the quiz's `response["key_points"]`, the mock's
+`covered`), so a report can show both: what the matcher suggested, what the user confirmed.
+An answer without a suggestion (`suggested` is None) is read like any other.
 
 The suggestion is made in the request that submits the answer (a plain form post works
 without JavaScript); the routes that call in here are synchronous, so FastAPI runs them in

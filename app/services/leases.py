@@ -165,10 +165,14 @@ def reap(
                 }
                 taken = session.execute(
                     same.values(
-                        status="done", verdict="error", result=result, finished_at=now,
-                        lease_owner=None, lease_expires_at=None,
+                        status="done",
+                        verdict="error",
+                        result=result,
+                        finished_at=now,
+                        lease_owner=None,
+                        lease_expires_at=None,
                     )
-                )  # fmt: skip
+                )
                 if taken.rowcount == 1:  # type: ignore[attr-defined]
                     log.warning("grading: submission %s given up after %d attempts", submission_id, attempts)
             else:

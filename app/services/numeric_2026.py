@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import random
 
-from app.content.figures import LATER_MODELS, LLAMA3_8B
 from app.content.figures_2026 import MXFP4_BITS, NVFP4_BITS, decode_weight_bytes, expected_accepted
+from app.content.shapes import LATER_MODELS, LLAMA3_8B
 from app.services.numeric_question import (
     NumericQuestion,
     _bytes,

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import random
 
-from app.content.figures import LATER_MODELS, LLAMA2_7B, LLAMA3_8B, ModelShape
 from app.content.figures_2026_serving import NVLINK4_ONE_WAY, cache_load_seconds, recompute_seconds
 from app.content.figures_kernels import PCIE5_X16_ONE_WAY
 from app.content.figures_serving import IB_NDR_400_BYTES_PER_S
 from app.content.hardware import H100_SXM
+from app.content.shapes import LATER_MODELS, LLAMA2_7B, LLAMA3_8B, ModelShape
 from app.services.numeric_question import NumericQuestion, config_json, count_question
 from app.services.numeric_serving import _seconds, _time_unit
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import random
 
-from app.content.figures import LATER_MODELS, LLAMA3_8B, ModelShape
 from app.content.figures_2026_systems import (
     ALL_LINEAR,
     IB_BYTES_PER_S,
@@ -19,6 +18,7 @@ from app.content.figures_2026_systems import (
     ring_min_block,
 )
 from app.content.hardware import H100_SXM
+from app.content.shapes import LATER_MODELS, LLAMA3_8B, ModelShape
 from app.services.numeric_question import (
     NumericQuestion,
     _bytes,

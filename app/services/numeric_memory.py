@@ -1,4 +1,4 @@
-"""Numeric questions about the KV cache, generated from real model configs (app/content/figures.py).
+"""Numeric questions about the KV cache, generated from real model configs (app/content/shapes.py).
 
 Each generator draws a model, a length, a batch and a dtype, and returns the question, the
 exact answer in a base unit (bytes, or a plain count), the units the answer may be given in,
@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import random
 
-from app.content.figures import GPU_80GB_BYTES, MODELS, ModelShape, naive_vs_cached_work
+from app.content.figures import naive_vs_cached_work
+from app.content.shapes import GPU_80GB_BYTES, MODELS, ModelShape
 from app.services.numeric_question import (
     DTYPES,
     NumericQuestion,

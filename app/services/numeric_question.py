@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from app.content.figures import ModelShape
+from app.content.shapes import ModelShape
 
 # Units of memory, in bytes. Binary (KiB = 2^10) and decimal (KB = 10^3) are different answers.
 BYTE_UNITS: dict[str, int] = {

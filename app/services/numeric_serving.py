@@ -1,7 +1,7 @@
 """Numeric questions about the hardware and the serving loop, drawn from the bank's figures.
 
 Eight kinds, each from a real GPU data sheet (app/content/hardware.py) or a real model config
-(app/content/figures.py), computed with the formulas the cards use (app/content/inference_math.py):
+(app/content/shapes.py), computed with the formulas the cards use (app/content/inference_math.py):
 
 - min_decode_latency: the bandwidth bound on time per output token at batch 1 (seconds).
 - ridge_point: a GPU's peak FLOP/s over its HBM bandwidth (FLOP/byte).
@@ -18,9 +18,9 @@ from __future__ import annotations
 import random
 
 from app.content import inference_math as im
-from app.content.figures import DEEPSEEK_V3, LATER_MODELS, LLAMA2_7B, LLAMA2_70B, LLAMA3_8B, ModelShape
 from app.content.figures_hardware import BATCH1_MODELS
 from app.content.hardware import GPU, GPUS
+from app.content.shapes import DEEPSEEK_V3, LATER_MODELS, LLAMA2_7B, LLAMA2_70B, LLAMA3_8B, ModelShape
 from app.services.numeric_question import (
     NumericQuestion,
     _bytes,

@@ -84,9 +84,14 @@ class SiteContent:
         unseen = self.live_cards
         new_today = new_card_quota(user=User(), settings=settings, unseen=unseen, introduced=0, now=now)
         return DueCounts(
-            due_now=0, due_today=0, due_week=0, new_today=new_today, unseen=unseen, interview_days=None,
+            due_now=0,
+            due_today=0,
+            due_week=0,
+            new_today=new_today,
+            unseen=unseen,
+            interview_days=None,
             retention=settings.desired_retention,
-        )  # fmt: skip
+        )
 
 
 def load_site_content(session: Session) -> SiteContent:
@@ -110,12 +115,6 @@ class GuestPages:
 
     def __init__(self, cache: FragmentCache) -> None:
         self.cache = cache
-
-    @staticmethod
-    def applies(session: dict[str, object], signed_in: bool) -> bool:
-        from app.cookie_session import FLASH_KEY
-
-        return not signed_in and not session.get(FLASH_KEY)
 
     def get(self, key: tuple[object, ...], csrf: Callable[[], str]) -> bytes | None:
         page = self.cache.get(("page", *key))

@@ -3,9 +3,9 @@
 Each module defines:
     SLUG: str          the challenge slug (shared/CONTRACT.md)
     ENTRY_POINT: str   the top-level name the submission must define
-    def run(session: Session) -> CheckReport
+    def run(session: SubmissionLink) -> CheckReport
 
-`run` drives the submission only through the Session (graders/sandbox/protocol.py),
+`run` drives the submission only through the SubmissionLink (graders/sandbox/protocol.py),
 makes fresh random inputs itself and compares against graders/reference with its
 own torch; nothing the submission returns is trusted beyond being data.
 """

@@ -30,7 +30,7 @@ from graders.checks.continuous_batching_script import (
 from graders.checks.continuous_batching_variants import Slip, mistake_sentence
 from graders.checks.report import CheckReport, Mismatch, run_test
 from graders.checks.serving_common import Rng, figure_test
-from graders.sandbox.protocol import Session, SubmissionError
+from graders.sandbox.protocol import SubmissionError, SubmissionLink
 from graders.wording import plural
 
 SLUG = "continuous-batching"
@@ -108,7 +108,7 @@ def _test_rule(replayer: Replayer, scripts: Sequence[Script]) -> None:
         replayer.check(dims, ops)
 
 
-def _test_value_error(replayer: Replayer, session: Session) -> None:
+def _test_value_error(replayer: Replayer, session: SubmissionLink) -> None:
     for dims, ops in VALUE_ERROR_SCRIPTS:
         replayer.check(dims, ops)
     # A refused request is not queued: the scheduler runs on as if it had never been asked.
@@ -184,7 +184,7 @@ def _test_figure(replayer: Replayer) -> str:
     return figures
 
 
-def run(session: Session, seed: int | None = None) -> CheckReport:
+def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     """The battery; `seed` makes a run reproducible (tests), None draws fresh scripts (grading)."""
     report = CheckReport()
     rng = Rng(seed)
@@ -203,6 +203,9 @@ def run(session: Session, seed: int | None = None) -> CheckReport:
         "token budgets",
         partial(_test_random, replayer, rng),
     )
-    figure_test(report, "throughput on a fixed 14-request workload, beside the reference's",
-                partial(_test_figure, replayer))  # fmt: skip
+    figure_test(
+        report,
+        "throughput on a fixed 14-request workload, beside the reference's",
+        partial(_test_figure, replayer),
+    )
     return report

@@ -28,7 +28,7 @@ from graders.checks.continuous_batching_script import (
 from graders.checks.continuous_batching_variants import REASONS, Slip, SlippedScheduler, mistake_sentence
 from graders.checks.report import CheckReport, Mismatch
 from graders.reference.scheduler import Scheduler
-from graders.sandbox.protocol import Pending, Session, SubmissionError
+from graders.sandbox.protocol import Pending, SubmissionError, SubmissionLink
 from graders.wording import exception_text
 
 ENTRY_POINT = "Scheduler"
@@ -86,7 +86,7 @@ def _free(value: Any) -> int | Malformed:
 
 
 class Replayer:
-    def __init__(self, report: CheckReport, session: Session) -> None:
+    def __init__(self, report: CheckReport, session: SubmissionLink) -> None:
         self.report, self.session = report, session
         self.round_trips = 0
 

@@ -44,7 +44,7 @@ from graders.checks.report import CheckReport, Mismatch, close, run_test
 from graders.reference.attention import causal_self_attention, merge_heads, project_qkv
 from graders.reference.decode import prefill_cache
 from graders.reference.decode import step as reference_step
-from graders.sandbox.protocol import Handle, Pending, Session, SubmissionError
+from graders.sandbox.protocol import Handle, Pending, SubmissionError, SubmissionLink
 
 SLUG = "decode-step"
 ENTRY_POINT = "step"
@@ -220,17 +220,17 @@ class _Sequence:
         past = self.past(i)
         return {key: torch.cat([past[key], self.kv[key][:, :, i : i + 1].float()], dim=2) for key in past}
 
-    def hand(self, session: Session, cache: Handle, i: int) -> None:
+    def hand(self, session: SubmissionLink, cache: Handle, i: int) -> None:
         """Write the past of step i into the submission's cache (nothing before the first step)."""
         if i > 0:
             past = self.past(i)
             session.setitem(cache, "k", past["k"])
             session.setitem(cache, "v", past["v"])
 
-    def call(self, session: Session, i: int, cache: Handle) -> Any:
+    def call(self, session: SubmissionLink, i: int, cache: Handle) -> Any:
         return self.call_later(session, i, cache).value()
 
-    def call_later(self, session: Session, i: int, cache: Handle) -> Pending:
+    def call_later(self, session: SubmissionLink, i: int, cache: Handle) -> Pending:
         """Step i with its past handed over, queued: it goes out with the next request."""
         self.hand(session, cache, i)
         return session.call_later(ENTRY_POINT, self.token(i), self.w_qkv, self.w_o, self.h, cache)
@@ -312,7 +312,7 @@ def _run_steps(
 
 
 def _full_forward_test(
-    session: Session, report: CheckReport, gen: torch.Generator, B: int, T: int, d: int, h: int
+    session: SubmissionLink, report: CheckReport, gen: torch.Generator, B: int, T: int, d: int, h: int
 ) -> Callable[[], None]:
     seq = _Sequence(gen, B, T, d, h)
 
@@ -324,13 +324,15 @@ def _full_forward_test(
 
 
 def _one_step(
-    session: Session, seq: _Sequence, i: int, cache: Handle, what: str = ""
+    session: SubmissionLink, seq: _Sequence, i: int, cache: Handle, what: str = ""
 ) -> Callable[[], Comparison]:
     reply = seq.call_later(session, i, cache)
     return lambda: seq.compare_step(reply.value(), i, what=what)
 
 
-def _cache_layout_test(session: Session, report: CheckReport, gen: torch.Generator) -> Callable[[], None]:
+def _cache_layout_test(
+    session: SubmissionLink, report: CheckReport, gen: torch.Generator
+) -> Callable[[], None]:
     B, T, d, h = CACHE_LAYOUT
     seq = _Sequence(gen, B, T, d, h)
 
@@ -343,7 +345,9 @@ def _cache_layout_test(session: Session, report: CheckReport, gen: torch.Generat
     return body
 
 
-def _interleaved_test(session: Session, report: CheckReport, gen: torch.Generator) -> Callable[[], None]:
+def _interleaved_test(
+    session: SubmissionLink, report: CheckReport, gen: torch.Generator
+) -> Callable[[], None]:
     n_seq, B, T, d, h = INTERLEAVED
     weights = random_attention_weights(gen, d)
     seqs = [_Sequence(gen, B, T, d, h, weights) for _ in range(n_seq)]
@@ -360,7 +364,9 @@ def _interleaved_test(session: Session, report: CheckReport, gen: torch.Generato
     return body
 
 
-def _grader_built_test(session: Session, report: CheckReport, gen: torch.Generator) -> Callable[[], None]:
+def _grader_built_test(
+    session: SubmissionLink, report: CheckReport, gen: torch.Generator
+) -> Callable[[], None]:
     B, P, d, h = GRADER_BUILT
     seq = _Sequence(gen, B, P + 1, d, h)
 
@@ -379,7 +385,9 @@ def _grader_built_test(session: Session, report: CheckReport, gen: torch.Generat
     return body
 
 
-def _corrupted_cache_test(session: Session, report: CheckReport, gen: torch.Generator) -> Callable[[], None]:
+def _corrupted_cache_test(
+    session: SubmissionLink, report: CheckReport, gen: torch.Generator
+) -> Callable[[], None]:
     """Like every other test, with one change guaranteed: the last step's past has a position changed."""
     B, P, d, h = CORRUPTED
     seq = _Sequence(gen, B, P + 1, d, h)
@@ -392,7 +400,7 @@ def _corrupted_cache_test(session: Session, report: CheckReport, gen: torch.Gene
     return body
 
 
-def run(session: Session, seed: int | None = None) -> CheckReport:
+def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     gen = make_generator(seed)
     report = CheckReport()
     for B, T, d, h in SEQUENCES:

@@ -33,7 +33,7 @@ from graders.checks.attention_common import (
 )
 from graders.checks.report import CheckReport, Mismatch, close, run_test
 from graders.reference.attention import causal_self_attention, merge_heads, split_heads
-from graders.sandbox.protocol import Session
+from graders.sandbox.protocol import SubmissionLink
 
 SLUG = "fix-causal-attention"
 ENTRY_POINT = "causal_self_attention"
@@ -98,7 +98,7 @@ def _inputs(gen: torch.Generator, B: int, T: int, d: int) -> tuple[torch.Tensor,
 
 
 def _matches_test(
-    session: Session, report: CheckReport, gen: torch.Generator, B: int, T: int, d: int, h: int
+    session: SubmissionLink, report: CheckReport, gen: torch.Generator, B: int, T: int, d: int, h: int
 ) -> Callable[[], None]:
     x, w_qkv, w_o = _inputs(gen, B, T, d)
 
@@ -111,7 +111,7 @@ def _matches_test(
     return body
 
 
-def _causality_test(session: Session, gen: torch.Generator) -> Callable[[], None]:
+def _causality_test(session: SubmissionLink, gen: torch.Generator) -> Callable[[], None]:
     B, T, d, h = CAUSALITY_SHAPE
     x, w_qkv, w_o = _inputs(gen, B, T, d)
     changed = x.clone()
@@ -136,7 +136,7 @@ def _causality_test(session: Session, gen: torch.Generator) -> Callable[[], None
     return body
 
 
-def run(session: Session, seed: int | None = None) -> CheckReport:
+def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     gen = make_generator(seed)
     report = CheckReport()
     for B, T, d, h in SHAPES:

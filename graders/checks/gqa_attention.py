@@ -51,7 +51,7 @@ from graders.checks.gqa_attention_mistakes import (  # noqa: F401 - names the te
 )
 from graders.checks.report import CheckReport, Mismatch, close, run_test
 from graders.reference.gqa import GQA, KVCache
-from graders.sandbox.protocol import Handle, Session, SubmissionError
+from graders.sandbox.protocol import Handle, SubmissionError, SubmissionLink
 
 SLUG = "gqa-attention"
 ENTRY_POINT = "GQA"
@@ -104,7 +104,7 @@ class _Layer:
     def tokens(self, gen: torch.Generator, T: int) -> torch.Tensor:
         return randn(gen, self.B, T, self.d)
 
-    def build(self, session: Session) -> Handle:
+    def build(self, session: SubmissionLink) -> Handle:
         """The submission's module with our weights, built once per configuration (a failure too)."""
         if self._built is None:
             try:
@@ -115,7 +115,7 @@ class _Layer:
             raise Mismatch(str(self._built))
         return self._built
 
-    def _build(self, session: Session) -> Handle:
+    def _build(self, session: SubmissionLink) -> Handle:
         with submission_context(f"while building GQA({self.d}, {self.n_q}, {self.n_kv})"):
             module = session.call(ENTRY_POINT, self.d, self.n_q, self.n_kv, keep=True)
         shapes = ", ".join(f"{key} {tuple(value.shape)}" for key, value in self.state.items())
@@ -138,7 +138,7 @@ class _Layer:
 
     def forward(
         self,
-        session: Session,
+        session: SubmissionLink,
         module: Handle,
         x: torch.Tensor,
         cache: KVCache | None = None,
@@ -208,7 +208,7 @@ def _hand(past: KVCache, change: _Change | None) -> KVCache:
 
 
 def _call_on_cache(
-    session: Session,
+    session: SubmissionLink,
     report: CheckReport,
     layer: _Layer,
     module: Handle,
@@ -238,7 +238,7 @@ def _call_on_cache(
 
 
 def _prefill_test(
-    session: Session, report: CheckReport, layer: _Layer, gen: torch.Generator
+    session: SubmissionLink, report: CheckReport, layer: _Layer, gen: torch.Generator
 ) -> Callable[[], None]:
     x = layer.tokens(gen, PREFILL_T)
 
@@ -251,7 +251,7 @@ def _prefill_test(
 
 
 def _cache_test(
-    session: Session, report: CheckReport, layer: _Layer, gen: torch.Generator
+    session: SubmissionLink, report: CheckReport, layer: _Layer, gen: torch.Generator
 ) -> Callable[[], None]:
     x = layer.tokens(gen, PREFILL_T + 1)
     _, want_prefill = layer.reference(x[:, :PREFILL_T])
@@ -269,7 +269,7 @@ def _cache_test(
 
 
 def _chunks_test(
-    session: Session, report: CheckReport, layer: _Layer, gen: torch.Generator, chunks: Sequence[int]
+    session: SubmissionLink, report: CheckReport, layer: _Layer, gen: torch.Generator, chunks: Sequence[int]
 ) -> Callable[[], None]:
     """Feed x in chunks, passing back the returned cache; every output row must match the full pass."""
     ends = list(itertools.accumulate(chunks))
@@ -299,7 +299,7 @@ def _chunks_test(
 
 
 def _grader_cache_test(
-    session: Session, report: CheckReport, layer: _Layer, gen: torch.Generator
+    session: SubmissionLink, report: CheckReport, layer: _Layer, gen: torch.Generator
 ) -> Callable[[], None]:
     P, T = GRADER_CACHE
     cache = (randn(gen, layer.B, layer.n_kv, P, layer.hd), randn(gen, layer.B, layer.n_kv, P, layer.hd))
@@ -319,7 +319,7 @@ def _grader_cache_test(
 
 
 def _corrupted_cache_test(
-    session: Session, report: CheckReport, layer: _Layer, gen: torch.Generator
+    session: SubmissionLink, report: CheckReport, layer: _Layer, gen: torch.Generator
 ) -> Callable[[], None]:
     """Like every call on a cache, with the change guaranteed (at a random position)."""
     P = CORRUPT_PROMPT
@@ -335,7 +335,7 @@ def _corrupted_cache_test(
     return body
 
 
-def _causality_test(session: Session, layer: _Layer, gen: torch.Generator) -> Callable[[], None]:
+def _causality_test(session: SubmissionLink, layer: _Layer, gen: torch.Generator) -> Callable[[], None]:
     T, j = CAUSALITY_T, CAUSALITY_FROM
     x = layer.tokens(gen, T)
     changed = x.clone()
@@ -357,7 +357,7 @@ def _causality_test(session: Session, layer: _Layer, gen: torch.Generator) -> Ca
     return body
 
 
-def run(session: Session, seed: int | None = None) -> CheckReport:
+def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     gen = make_generator(seed)
     report = CheckReport()
     layers = [_Layer(gen, *config) for config in CONFIGS]

@@ -24,7 +24,7 @@ import torch
 from graders.checks.report import CheckReport, Mismatch, as_tensor, close, explain_difference, run_test
 from graders.checks.serving_common import Rng, call_entry, figure_test
 from graders.reference.int8_cache import QMAX, attention, dequantize_kv, int8_attention, quantize_kv
-from graders.sandbox.protocol import Session
+from graders.sandbox.protocol import SubmissionLink
 
 SLUG = "int8-kv-cache"
 ENTRY_POINT = "quantize_kv"
@@ -49,9 +49,23 @@ OVERFLOW = (
     "the row's maximum score before exp (softmax does not change, the overflow goes)"
 )
 KNOWN_MISTAKES = (
-    OVERFLOW, PER_TENSOR, PER_HEAD, PER_CHANNEL, DIVISOR, ZERO_ROW, HALF_UP, HALF_AWAY, TRUNCATES, NOT_INT8,
-    WRONG_AXIS, SCALES_SWAPPED, IGNORES_SCALES, KEYS_ONLY, SCALE_BY_HD, NO_SCALE,
-)  # fmt: skip
+    OVERFLOW,
+    PER_TENSOR,
+    PER_HEAD,
+    PER_CHANNEL,
+    DIVISOR,
+    ZERO_ROW,
+    HALF_UP,
+    HALF_AWAY,
+    TRUNCATES,
+    NOT_INT8,
+    WRONG_AXIS,
+    SCALES_SWAPPED,
+    IGNORES_SCALES,
+    KEYS_ONLY,
+    SCALE_BY_HD,
+    NO_SCALE,
+)
 
 
 # --- inputs ----------------------------------------------------------------------------------------
@@ -112,8 +126,10 @@ def scale_variants(x: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
 
 def rounding_variants(x: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
     amax = x.abs().amax(dim=-1, keepdim=True)
-    return [(name, _quantize_with(x, amax, rounding=r)[0]) for name, r in
-            ((HALF_UP, "up"), (HALF_AWAY, "away"), (TRUNCATES, "trunc"))]  # fmt: skip
+    return [
+        (name, _quantize_with(x, amax, rounding=r)[0])
+        for name, r in ((HALF_UP, "up"), (HALF_AWAY, "away"), (TRUNCATES, "trunc"))
+    ]
 
 
 def _named(report: CheckReport, variants: list[tuple[str, torch.Tensor]], got: torch.Tensor) -> str:
@@ -175,11 +191,11 @@ def _quantized(report: CheckReport, value: Any, x: torch.Tensor) -> tuple[torch.
     return q, scale
 
 
-def _test_quantize(report: CheckReport, session: Session, x: torch.Tensor) -> None:
+def _test_quantize(report: CheckReport, session: SubmissionLink, x: torch.Tensor) -> None:
     _quantized(report, call_entry(session, "quantize_kv", x), x)
 
 
-def _test_dequantize(report: CheckReport, session: Session, x: torch.Tensor) -> None:
+def _test_dequantize(report: CheckReport, session: SubmissionLink, x: torch.Tensor) -> None:
     q, scale = quantize_kv(x)
     got = as_tensor(call_entry(session, "dequantize_kv", q, scale), "dequantize_kv(q, scale)")
     want = dequantize_kv(q, scale)
@@ -228,7 +244,14 @@ def outlier_cache(
 
 
 def _test_attention(
-    report: CheckReport, session: Session, rng: Rng, B: int, H: int, T: int, hd: int, outliers: bool = False
+    report: CheckReport,
+    session: SubmissionLink,
+    rng: Rng,
+    B: int,
+    H: int,
+    T: int,
+    hd: int,
+    outliers: bool = False,
 ) -> None:
     qry = rng.randn(B, H, 1, hd)
     k_q, k_s = quantize_kv(cache_tensor(rng, B, H, T, hd, magnitude=3.0))  # keys larger than values
@@ -251,7 +274,7 @@ def _test_attention(
         raise Mismatch(message)
 
 
-def _test_figures(report: CheckReport, session: Session, rng: Rng) -> str:
+def _test_figures(report: CheckReport, session: SubmissionLink, rng: Rng) -> str:
     """The submission's own cache: attention error against fp32 and bytes per position."""
     B, H, T, hd = 1, 2, 128, 64
     k = cache_tensor(rng, B, H, T, hd, probes=False)  # like real keys and values: no planted rows
@@ -277,7 +300,7 @@ def _test_figures(report: CheckReport, session: Session, rng: Rng) -> str:
     )
 
 
-def run(session: Session, seed: int | None = None) -> CheckReport:
+def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     """The battery; `seed` makes a run reproducible (tests), None draws fresh inputs (grading)."""
     report = CheckReport()
     rng = Rng(seed)
@@ -317,6 +340,9 @@ def run(session: Session, seed: int | None = None) -> CheckReport:
         "int8_attention over a cache of one position (B=1)",
         partial(_test_attention, report, session, rng, 1, H, 1, hd),
     )
-    figure_test(report, "the int8 cache against fp32: attention error and bytes per position",
-                partial(_test_figures, report, session, rng))  # fmt: skip
+    figure_test(
+        report,
+        "the int8 cache against fp32: attention error and bytes per position",
+        partial(_test_figures, report, session, rng),
+    )
     return report

@@ -9,7 +9,7 @@ this one too, names the mistake.
 "update returns views" is tested by behaviour, not by trusting anything the
 submission reports: the (k_all, v_all) pairs of two earlier updates stay in the
 submission's process (keep=True, then held in a grader-made dict, because
-Session.get decodes dicts and tensors but not a bare tuple), a third update
+SubmissionLink.get decodes dicts and tensors but not a bare tuple), a third update
 overwrites their positions, and reading them back must show the new values. A
 copy would still hold the old ones.
 
@@ -60,7 +60,7 @@ from graders.checks.kv_cache_buffer_mistakes import (  # noqa: F401 - names the 
 from graders.checks.report import CheckReport, Mismatch, close, explain_difference, run_test
 from graders.reference.kv_cache import KVCache
 from graders.sandbox import outside
-from graders.sandbox.protocol import Handle, Keep, Session, SubmissionError
+from graders.sandbox.protocol import Handle, Keep, SubmissionError, SubmissionLink
 from graders.wording import exception_text
 
 SLUG = "kv-cache-buffer"
@@ -142,14 +142,14 @@ def _pair(value: Any, what: str) -> tuple[torch.Tensor, torch.Tensor]:
     return value[0], value[1]
 
 
-def _method(session: Session, cache: Handle, name: str, *args: Any, keep: Keep = False) -> Any:
+def _method(session: SubmissionLink, cache: Handle, name: str, *args: Any, keep: Keep = False) -> Any:
     try:
         return session.call(getattr(cache, name), *args, keep=keep)
     except AttributeError:
         raise Mismatch(f"KVCache has no method {name}: see the prompt for its signature") from None
 
 
-def _new_cache(session: Session, dims: Dims) -> Handle:
+def _new_cache(session: SubmissionLink, dims: Dims) -> Handle:
     if not session.has(ENTRY_POINT):
         raise Mismatch("define class KVCache at the top level of your file")
     cache = session.call(ENTRY_POINT, *dims.args(), **dims.kwargs(), keep=True)
@@ -160,7 +160,7 @@ def _new_cache(session: Session, dims: Dims) -> Handle:
 
 def _replay(
     report: CheckReport,
-    session: Session,
+    session: SubmissionLink,
     dims: Dims,
     script: list[Update | Reorder],
     variants: list[tuple[str, type[KVCache]]],
@@ -228,7 +228,7 @@ def _replay(
 
 
 def _expect_views(
-    report: CheckReport, session: Session, ref: KVCache, held: list[tuple[Handle, Update, int]]
+    report: CheckReport, session: SubmissionLink, ref: KVCache, held: list[tuple[Handle, Update, int]]
 ) -> None:
     """Every pair update returned (since the last reorder), read again now, shows the buffer as it is."""
     if not held:
@@ -260,7 +260,7 @@ def _decode_script(rng: _Rng, dims: Dims, prompt: int, steps: int) -> list[Updat
 # --- tests -----------------------------------------------------------------------------------------
 
 
-def _test_views(report: CheckReport, session: Session, rng: _Rng, dims: Dims) -> None:
+def _test_views(report: CheckReport, session: SubmissionLink, rng: _Rng, dims: Dims) -> None:
     cache = _new_cache(session, dims)
     layer, prompt = dims.n_layers - 1, 4
     first, second, overwrite = (
@@ -301,7 +301,7 @@ def _test_views(report: CheckReport, session: Session, rng: _Rng, dims: Dims) ->
         )
 
 
-def _test_views_cost_nothing(report: CheckReport, session: Session, rng: _Rng) -> None:
+def _test_views_cost_nothing(report: CheckReport, session: SubmissionLink, rng: _Rng) -> None:
     """Holding every pair update returned must cost no memory, by the kernel's count (outside.py).
 
     The behavioural checks above read the held pairs back through the submission's own process,
@@ -339,7 +339,7 @@ def _test_views_cost_nothing(report: CheckReport, session: Session, rng: _Rng) -
 
 
 def _expect_value_error(
-    report: CheckReport, session: Session, dims: Dims, op: Update, mistake: str, filled: int
+    report: CheckReport, session: SubmissionLink, dims: Dims, op: Update, mistake: str, filled: int
 ) -> None:
     """`op` must raise ValueError on a cache whose layer 0 already holds `filled` positions."""
     cache = _new_cache(session, dims)
@@ -361,7 +361,7 @@ def _expect_value_error(
     raise Mismatch(f"{op} with {shapes} on a cache built with {dims} did not raise: {mistake}")
 
 
-def run(session: Session, seed: int | None = None) -> CheckReport:
+def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     """The battery; `seed` makes a run reproducible (tests), None draws fresh inputs (grading)."""
     report = CheckReport()
     rng = _Rng(seed)

@@ -29,10 +29,23 @@ KV_SHAPES = "k and v of different shapes must raise ValueError"
 NEGATIVE_START = "a negative start is not rejected (a negative slice counts from the end of the buffer)"
 OFF_BY_ONE = "off by one: filling a layer exactly to max_len (start + n == max_len) must be allowed"
 KNOWN_MISTAKES = (
-    COPY, AT_ZERO, NEW_ONLY, WHOLE_BUFFER, SHARED_LAYERS, SWAPPED, REORDER_DIM, REORDER_SCATTER,
-    REORDER_KEYS_ONLY, REORDER_NOOP, REORDER_SOME_LAYERS, BOUNDS, SHAPES, KV_SHAPES, NEGATIVE_START,
+    COPY,
+    AT_ZERO,
+    NEW_ONLY,
+    WHOLE_BUFFER,
+    SHARED_LAYERS,
+    SWAPPED,
+    REORDER_DIM,
+    REORDER_SCATTER,
+    REORDER_KEYS_ONLY,
+    REORDER_NOOP,
+    REORDER_SOME_LAYERS,
+    BOUNDS,
+    SHAPES,
+    KV_SHAPES,
+    NEGATIVE_START,
     OFF_BY_ONE,
-)  # fmt: skip
+)
 
 
 # Known-wrong variants of the reference, replayed beside it.

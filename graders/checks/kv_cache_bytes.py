@@ -14,7 +14,7 @@ from typing import Any
 
 from graders.checks.report import CheckReport, Mismatch, run_test
 from graders.reference.kv_memory import kv_cache_bytes
-from graders.sandbox.protocol import Session, SubmissionError
+from graders.sandbox.protocol import SubmissionError, SubmissionLink
 
 SLUG = "kv-cache-bytes"
 ENTRY_POINT = "kv_cache_bytes"
@@ -186,7 +186,7 @@ def _judge(report: CheckReport, got: Any, case: Case) -> None:
 def _test(
     report: CheckReport,
     name: str,
-    session: Session,
+    session: SubmissionLink,
     fn: str,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
@@ -364,7 +364,7 @@ def _probes(rng: random.Random) -> list[Probe]:
     return probes
 
 
-def run(session: Session, seed: int | None = None) -> CheckReport:
+def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     """The battery; `seed` makes a run reproducible (tests), None draws fresh inputs (grading)."""
     report = CheckReport()
     for p in _probes(random.Random(seed)):

@@ -44,7 +44,7 @@ from graders.checks.rope_common import (
     wrong_rotations,
 )
 from graders.reference.padding import padded_attention, padded_attention_by_rows, real_positions, visible_keys
-from graders.sandbox.protocol import Session
+from graders.sandbox.protocol import SubmissionLink
 
 SLUG = "left-padded-decoding"
 ENTRY_POINT = "padded_attention"
@@ -69,9 +69,15 @@ GLOBAL_STATE = (
     "the output ignored a change to the cached keys and values: read the past only from the cache passed in"
 )
 KNOWN_MISTAKES = (
-    POSITIONS_WITH_PADDING, PADDING_ATTENDED, MASK_ONLY_AT_PREFILL, NOT_CAUSAL, NAN_IN_PADDING,
-    BASE_IGNORED, INTERLEAVED, GLOBAL_STATE,
-)  # fmt: skip
+    POSITIONS_WITH_PADDING,
+    PADDING_ATTENDED,
+    MASK_ONLY_AT_PREFILL,
+    NOT_CAUSAL,
+    NAN_IN_PADDING,
+    BASE_IGNORED,
+    INTERLEAVED,
+    GLOBAL_STATE,
+)
 
 BASES = (500.0, 2500.0, 40000.0)
 GARBAGE_SCALE = 30.0  # padding slots of the caches the grader hands in
@@ -147,7 +153,7 @@ def _real_rows(t: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
 
 
 def _one_call(
-    session: Session,
+    session: SubmissionLink,
     report: CheckReport,
     batch: _Batch,
     s: int,
@@ -214,7 +220,7 @@ def _one_call(
 
 
 def _decode_test(
-    session: Session,
+    session: SubmissionLink,
     report: CheckReport,
     batch: _Batch,
     chunks: Sequence[int],
@@ -244,7 +250,7 @@ def _decode_test(
     return body
 
 
-def _changed_cache_test(session: Session, report: CheckReport, batch: _Batch) -> Callable[[], None]:
+def _changed_cache_test(session: SubmissionLink, report: CheckReport, batch: _Batch) -> Callable[[], None]:
     P = batch.prompt
     changed = {key: value.clone() for key, value in batch.past(P).items()}
     row = P - 1  # the last prompt column is real in every row
@@ -255,9 +261,15 @@ def _changed_cache_test(session: Session, report: CheckReport, batch: _Batch) ->
     mask = batch.mask[:, : P + 1]
     x = batch.x[:, P : P + 1]
     want = rope_layer(
-        x.double(), batch.w_qkv.double(), batch.w_o.double(), batch.h, changed,
-        real_positions(mask)[:, -1:], visible_keys(mask, 1), batch.base,
-    ).y.float()  # fmt: skip
+        x.double(),
+        batch.w_qkv.double(),
+        batch.w_o.double(),
+        batch.h,
+        changed,
+        real_positions(mask)[:, -1:],
+        visible_keys(mask, 1),
+        batch.base,
+    ).y.float()
 
     def body() -> None:
         args = (batch.w_qkv, batch.w_o, batch.h)
@@ -290,7 +302,7 @@ def _prompt_lengths(rng: random.Random, B: int, longest: int) -> list[int]:
     return lengths
 
 
-def run(session: Session, seed: int | None = None) -> CheckReport:
+def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     gen = make_generator(seed)
     rng = random.Random(int(torch.randint(0, 2**31, (1,), generator=gen)))
     report = CheckReport()

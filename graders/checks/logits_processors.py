@@ -22,7 +22,7 @@ from graders.checks import logits_processors_variants as mistakes
 from graders.checks.logits_processors_variants import COMPARED, wrong
 from graders.checks.report import CheckReport, Mismatch, as_tensor, close, run_test
 from graders.checks.serving_common import Rng, call_entry
-from graders.sandbox.protocol import Session, SubmissionError
+from graders.sandbox.protocol import SubmissionError, SubmissionLink
 from graders.wording import exception_text
 
 SLUG = "logits-processors"
@@ -94,7 +94,7 @@ class Evidence:
 
 def _expect(
     report: CheckReport,
-    session: Session,
+    session: SubmissionLink,
     evidence: Evidence,
     case: Case,
     telling: tuple[str, ...] = (),
@@ -185,7 +185,7 @@ def draw(make: Callable[[], Case], telling: tuple[str, ...], tries: int = 400) -
 # --- tests -----------------------------------------------------------------------------------------
 
 
-def _test_unchanged(session: Session, case: Case, full: dict[str, Any]) -> None:
+def _test_unchanged(session: SubmissionLink, case: Case, full: dict[str, Any]) -> None:
     logits, tokens, _ = case
     handle, first = call_entry(session, "process_logits", logits, tokens, keep="both")
     first = as_tensor(first, "process_logits(logits, tokens)")
@@ -201,7 +201,7 @@ def _test_unchanged(session: Session, case: Case, full: dict[str, Any]) -> None:
         )
 
 
-def _test_bad_arguments(report: CheckReport, session: Session, case: Case) -> None:
+def _test_bad_arguments(report: CheckReport, session: SubmissionLink, case: Case) -> None:
     logits, tokens, _ = case
     bad: list[dict[str, Any]] = [
         {"repetition_penalty": 0.0},
@@ -234,7 +234,7 @@ def short_rows(rng: Rng, B: int, V: int, n: int) -> list[list[int]]:
     return [[rng.py.randrange(V) for _ in range(k)] for k in lengths]
 
 
-def run(session: Session, seed: int | None = None) -> CheckReport:
+def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     """The battery; `seed` makes a run reproducible (tests), None draws fresh inputs (grading)."""
     report = CheckReport()
     rng = Rng(seed)

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from graders.checks.report import CheckReport, Mismatch, as_tensor, close, explain_difference, run_test
 from graders.checks.serving_common import Rng, call_entry, figure_test
 from graders.reference.moe import expert, kept_assignments, moe_layer, route, routed_multiply_adds
-from graders.sandbox.protocol import Session
+from graders.sandbox.protocol import SubmissionLink
 from graders.sandbox.work_counter import counted_call
 
 SLUG = "moe-routing"
@@ -72,9 +72,20 @@ CAPACITY_RENORMALISED = (
 DENSE = "runs every expert on every token"
 TOO_MUCH_WORK = "does more matrix work than the routed tokens need"
 KNOWN_MISTAKES = (
-    TOPK_SOFTMAX, NOT_RENORMALISED, LOGITS, TIES_HIGHER, ASCENDING, LOWEST, GATE_UP_SWAPPED, UNWEIGHTED,
-    LAST_WRITE_WINS, CAPACITY_IGNORED, CAPACITY_BY_SLOT, CAPACITY_RENORMALISED, DENSE,
-)  # fmt: skip
+    TOPK_SOFTMAX,
+    NOT_RENORMALISED,
+    LOGITS,
+    TIES_HIGHER,
+    ASCENDING,
+    LOWEST,
+    GATE_UP_SWAPPED,
+    UNWEIGHTED,
+    LAST_WRITE_WINS,
+    CAPACITY_IGNORED,
+    CAPACITY_BY_SLOT,
+    CAPACITY_RENORMALISED,
+    DENSE,
+)
 
 
 # --- known-wrong routings and layers ----------------------------------------------------------------
@@ -117,9 +128,17 @@ def route_variants(x: torch.Tensor, w: torch.Tensor, top_k: int, renormalize: bo
 
 
 def layer_variant(
-    x: torch.Tensor, w_router: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_down: torch.Tensor,
-    top_k: int, renormalize: bool, capacity: int | None, *, mistake: str = "",
-) -> torch.Tensor:  # fmt: skip
+    x: torch.Tensor,
+    w_router: torch.Tensor,
+    w_gate: torch.Tensor,
+    w_up: torch.Tensor,
+    w_down: torch.Tensor,
+    top_k: int,
+    renormalize: bool,
+    capacity: int | None,
+    *,
+    mistake: str = "",
+) -> torch.Tensor:
     """moe_layer with one known mistake (float64 from the same inputs)."""
     norm = renormalize if mistake not in (TOPK_SOFTMAX, NOT_RENORMALISED) else mistake == TOPK_SOFTMAX
     weights, experts = route(x, w_router, top_k, norm)
@@ -239,7 +258,7 @@ def _check_route(
 
 def _test_route(
     report: CheckReport,
-    session: Session,
+    session: SubmissionLink,
     x: torch.Tensor,
     w: torch.Tensor,
     top_k: int,
@@ -251,9 +270,13 @@ def _test_route(
 
 
 def _test_layer(
-    report: CheckReport, session: Session, args: LayerArgs, top_k: int,
-    renormalize: bool | None, capacity: int | None,
-) -> None:  # fmt: skip
+    report: CheckReport,
+    session: SubmissionLink,
+    args: LayerArgs,
+    top_k: int,
+    renormalize: bool | None,
+    capacity: int | None,
+) -> None:
     kwargs: dict[str, Any] = {}
     if renormalize is not None:
         kwargs["renormalize"] = renormalize
@@ -266,9 +289,14 @@ def _test_layer(
 
 
 def _judge_layer(
-    report: CheckReport, got: torch.Tensor, want: torch.Tensor, args: LayerArgs, top_k: int,
-    renormalize: bool, capacity: int | None,
-) -> None:  # fmt: skip
+    report: CheckReport,
+    got: torch.Tensor,
+    want: torch.Tensor,
+    args: LayerArgs,
+    top_k: int,
+    renormalize: bool,
+    capacity: int | None,
+) -> None:
     if close(got, want):
         return
     message = explain_difference(got, want, "moe_layer's output")
@@ -284,7 +312,7 @@ def _judge_layer(
     raise Mismatch(message)
 
 
-def _test_work(report: CheckReport, session: Session, rng: Rng) -> str:
+def _test_work(report: CheckReport, session: SubmissionLink, rng: Rng) -> str:
     """moe_layer counted: multiply-adds and largest tensor against the routed work and the reference's."""
     T, d, f, E, top_k = 48, 16, 32, 8, 2
     x = rng.randn(T, d)
@@ -292,7 +320,7 @@ def _test_work(report: CheckReport, session: Session, rng: Rng) -> str:
     args: LayerArgs = (x, w_router, w_gate, w_up, w_down)
     try:
         got, largest, madds = session.call_counted(LAYER, *args, top_k)
-    except AttributeError:  # pragma: no cover - every Session has it
+    except AttributeError:  # pragma: no cover - every SubmissionLink has it
         raise Mismatch("this grader cannot count multiply-adds") from None
     out = as_tensor(got, "moe_layer's output")
     want = moe_layer(*args, top_k)
@@ -336,7 +364,7 @@ def capacity_tokens(rng: Rng, T: int, d: int, w_router: torch.Tensor, top_k: int
     return x
 
 
-def run(session: Session, seed: int | None = None) -> CheckReport:
+def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     """The battery; `seed` makes a run reproducible (tests), None draws fresh inputs (grading)."""
     report = CheckReport()
     rng = Rng(seed)

@@ -33,7 +33,7 @@ from graders.reference.numpy_generation import (
     prefill,
     softmax,
 )
-from graders.sandbox.protocol import Handle, Session, SubmissionError
+from graders.sandbox.protocol import Handle, SubmissionError, SubmissionLink
 from graders.wording import plural
 
 SLUG = "numpy-cached-generation"
@@ -66,10 +66,23 @@ LAST_TOKEN_TWICE = (
 FRESH_CHANGED_CACHES = 4  # fresh caches the read-the-cache test hands a changed past
 CHANGE_RATE = 1 / 3  # the share of decode_step calls, in every test, whose cache has a row changed
 KNOWN_MISTAKES = (
-    NOT_SCALED, SCALED_BY_D, SOFTMAX_AXIS, FIRST_ROW, ALL_ROWS, CACHE_QUERIES, CACHE_SWAPPED,
-    CACHE_EMBEDDINGS, NEW_KEY_LATE, MASK_IN_DECODE, IGNORES_CACHE, NOT_APPENDED, HIDDEN_STATE, NO_PROMPT,
-    NOT_NUMPY, LAST_TOKEN_TWICE,
-)  # fmt: skip
+    NOT_SCALED,
+    SCALED_BY_D,
+    SOFTMAX_AXIS,
+    FIRST_ROW,
+    ALL_ROWS,
+    CACHE_QUERIES,
+    CACHE_SWAPPED,
+    CACHE_EMBEDDINGS,
+    NEW_KEY_LATE,
+    MASK_IN_DECODE,
+    IGNORES_CACHE,
+    NOT_APPENDED,
+    HIDDEN_STATE,
+    NO_PROMPT,
+    NOT_NUMPY,
+    LAST_TOKEN_TWICE,
+)
 
 
 def _params(rng: np.random.Generator, vocab: int, d: int) -> dict[str, np.ndarray]:
@@ -178,12 +191,14 @@ class _IgnoredChange(Mismatch):
     """decode_step's logits did not move when the grader changed a row of the cache."""
 
 
-def _require(session: Session, name: str, signature: str) -> None:
+def _require(session: SubmissionLink, name: str, signature: str) -> None:
     if not session.has(name):
         raise Mismatch(f"define {signature} at the top level of your file")
 
 
-def _their_cache(session: Session, params: Params, tokens: list[int], ref: dict[str, np.ndarray]) -> Handle:
+def _their_cache(
+    session: SubmissionLink, params: Params, tokens: list[int], ref: dict[str, np.ndarray]
+) -> Handle:
     """A cache dict in the submission's process: its own prefill's dict (extra keys kept) with the
     reference keys and values in it, or just those when its prefill cannot give one."""
     extras: dict[str, Any] = {}
@@ -197,7 +212,9 @@ def _their_cache(session: Session, params: Params, tokens: list[int], ref: dict[
     return session.new_dict({**extras, "k": ref["k"].copy(), "v": ref["v"].copy()})
 
 
-def _read_cache(report: CheckReport, session: Session, cache: Handle, rows: int, d: int) -> dict[str, Any]:
+def _read_cache(
+    report: CheckReport, session: SubmissionLink, cache: Handle, rows: int, d: int
+) -> dict[str, Any]:
     now = session.get(cache)
     for key in ("k", "v"):
         if key not in now:
@@ -212,7 +229,7 @@ def _read_cache(report: CheckReport, session: Session, cache: Handle, rows: int,
 
 
 class _Battery:
-    def __init__(self, session: Session, seed: int | None) -> None:
+    def __init__(self, session: SubmissionLink, seed: int | None) -> None:
         self.session = session
         self.report = CheckReport()
         self.rng = np.random.default_rng(seed)
@@ -410,7 +427,7 @@ def generate_last_token_twice(params: Params, prompt: list[int], n_new: int) -> 
     return tokens
 
 
-def run(session: Session, seed: int | None = None) -> CheckReport:
+def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     """The battery; `seed` makes a run reproducible (tests), None draws fresh inputs (grading)."""
     b = _Battery(session, seed)
     for _ in range(20):  # keep the greedy choices far from ties, so rounding cannot flip a token

@@ -44,7 +44,7 @@ from graders.checks.paged_kv_driver import (
 from graders.checks.report import CheckReport, Mismatch, as_tensor, close, explain_difference, run_test
 from graders.checks.serving_common import Rng, call_entry, figure_test
 from graders.reference.paged_cache import attention, blocks_for
-from graders.sandbox.protocol import Session, SubmissionError
+from graders.sandbox.protocol import SubmissionError, SubmissionLink
 from graders.wording import exception_text, plural
 
 SLUG = "paged-kv-cache"
@@ -54,7 +54,7 @@ KNOWN_MISTAKES = paged_kv_driver.KNOWN_MISTAKES  # the sentences live beside the
 # --- tests -----------------------------------------------------------------------------------------
 
 
-def _test_storage(report: CheckReport, session: Session, rng: Rng, dims: Dims) -> None:
+def _test_storage(report: CheckReport, session: SubmissionLink, rng: Rng, dims: Dims) -> None:
     d = Driver(report, session, rng, dims)
     want = (dims.n_blocks, dims.n_heads, dims.block_size, dims.head_dim)
     for name in ("k_blocks", "v_blocks"):
@@ -74,7 +74,7 @@ def _test_storage(report: CheckReport, session: Session, rng: Rng, dims: Dims) -
     d.expect_free()
 
 
-def _test_block_counts(report: CheckReport, session: Session, rng: Rng, dims: Dims) -> None:
+def _test_block_counts(report: CheckReport, session: SubmissionLink, rng: Rng, dims: Dims) -> None:
     bs = dims.block_size
     d = Driver(report, session, rng, dims)
     a, b = 17, 5
@@ -87,7 +87,7 @@ def _test_block_counts(report: CheckReport, session: Session, rng: Rng, dims: Di
     d.check_sequence(b)
 
 
-def _test_memory_error(report: CheckReport, session: Session, rng: Rng, dims: Dims) -> None:
+def _test_memory_error(report: CheckReport, session: SubmissionLink, rng: Rng, dims: Dims) -> None:
     bs = dims.block_size
     d = Driver(report, session, rng, dims)
     d.append(3, bs + 1)  # 2 blocks, bs - 1 free slots in the last
@@ -111,8 +111,12 @@ def _test_memory_error(report: CheckReport, session: Session, rng: Rng, dims: Di
     d.log.append(f"a failed append(3, n={too_many})")
     got_free = d.free_blocks()
     if got_free != free or d.table(3) != before:
-        raise _fail(report, CHANGES_ON_ERROR, f"after the MemoryError num_free_blocks() is {got_free} "
-                    f"(was {free}) and block_table(3) is {d.table(3)} (was {before})")  # fmt: skip
+        raise _fail(
+            report,
+            CHANGES_ON_ERROR,
+            f"after the MemoryError num_free_blocks() is {got_free} "
+            f"(was {free}) and block_table(3) is {d.table(3)} (was {before})",
+        )
     try:
         d.check_sequence(3)
     except Mismatch as exc:
@@ -121,7 +125,7 @@ def _test_memory_error(report: CheckReport, session: Session, rng: Rng, dims: Di
     d.check_sequence(3)
 
 
-def _test_fork(report: CheckReport, session: Session, rng: Rng, dims: Dims) -> None:
+def _test_fork(report: CheckReport, session: SubmissionLink, rng: Rng, dims: Dims) -> None:
     bs = dims.block_size
     d = Driver(report, session, rng, dims)
     src, child = 40, 41
@@ -147,7 +151,7 @@ def _test_fork(report: CheckReport, session: Session, rng: Rng, dims: Dims) -> N
     d.check_sequence(child)
 
 
-def _test_free(report: CheckReport, session: Session, rng: Rng, dims: Dims) -> None:
+def _test_free(report: CheckReport, session: SubmissionLink, rng: Rng, dims: Dims) -> None:
     bs = dims.block_size
     d = Driver(report, session, rng, dims)
     parent, child, other = 70, 71, 72
@@ -165,7 +169,7 @@ def _test_free(report: CheckReport, session: Session, rng: Rng, dims: Dims) -> N
         d.check_sequence(seq)
 
 
-def _test_unknown_ids(report: CheckReport, session: Session, rng: Rng, dims: Dims) -> None:
+def _test_unknown_ids(report: CheckReport, session: SubmissionLink, rng: Rng, dims: Dims) -> None:
     d = Driver(report, session, rng, dims)
     d.append(5, 2)
     for name, args in (("block_table", (99,)), ("gather", (99,)), ("free", (99,)), ("fork", (99, 100))):
@@ -178,14 +182,14 @@ def _test_unknown_ids(report: CheckReport, session: Session, rng: Rng, dims: Dim
         raise _fail(report, UNKNOWN_ID, f"{name}{args} did not raise")
 
 
-def _test_dtype(report: CheckReport, session: Session, rng: Rng, dims: Dims) -> None:
+def _test_dtype(report: CheckReport, session: SubmissionLink, rng: Rng, dims: Dims) -> None:
     d = Driver(report, session, rng, dims, dtype=torch.float64)
     d.append(9, dims.block_size + 1)
     d.append(9, 1)
     d.check_sequence(9)
 
 
-def _test_attention(report: CheckReport, session: Session, rng: Rng, dims: Dims) -> None:
+def _test_attention(report: CheckReport, session: SubmissionLink, rng: Rng, dims: Dims) -> None:
     bs = dims.block_size
     d = Driver(report, session, rng, dims)
     d.append(1, 2 * bs + 1)
@@ -229,7 +233,7 @@ def _test_attention(report: CheckReport, session: Session, rng: Rng, dims: Dims)
     raise Mismatch(message)
 
 
-def _test_figure(report: CheckReport, session: Session, rng: Rng) -> str:
+def _test_figure(report: CheckReport, session: SubmissionLink, rng: Rng) -> str:
     """Blocks the submission uses for a few sequences, against a contiguous T_max reservation each."""
     bs, t_max, n_seqs = 8, 64, 5
     dims = Dims(48, bs, 1, 2)
@@ -251,7 +255,7 @@ def _test_figure(report: CheckReport, session: Session, rng: Rng) -> str:
     )
 
 
-def run(session: Session, seed: int | None = None) -> CheckReport:
+def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     """The battery; `seed` makes a run reproducible (tests), None draws fresh inputs (grading)."""
     report = CheckReport()
     rng = Rng(seed)
@@ -261,7 +265,7 @@ def run(session: Session, seed: int | None = None) -> CheckReport:
     hd = py.choice([x for x in (6, 7, 8) if x not in (bs, H)])
     dims = Dims(py.randint(9, 12), bs, H, hd)
 
-    def check(name: str, body: Callable[[Report_, Session, Rng, Dims], Any]) -> None:
+    def check(name: str, body: Callable[[Report_, SubmissionLink, Rng, Dims], Any]) -> None:
         run_test(report, name, lambda: body(report, session, rng, dims) and None)
 
     check(
@@ -277,13 +281,17 @@ def run(session: Session, seed: int | None = None) -> CheckReport:
         "an append the free blocks cannot hold raises MemoryError and changes nothing; what fits still fits",
         _test_memory_error,
     )
-    check("fork shares every block; the next append to either copies a shared, partly full last block",
-          _test_fork)  # fmt: skip
+    check(
+        "fork shares every block; the next append to either copies a shared, partly full last block",
+        _test_fork,
+    )
     check("free returns only the blocks no other sequence holds, and freed blocks are reused", _test_free)
     check("block_table, gather, free and fork raise KeyError for an unknown seq_id", _test_unknown_ids)
     check("PagedKVCache(..., dtype=torch.float64) stores float64", _test_dtype)
-    check("paged_attention over sequences of different lengths (one in reused blocks) equals dense attention",
-          _test_attention)  # fmt: skip
+    check(
+        "paged_attention over sequences of different lengths (one in reused blocks) equals dense attention",
+        _test_attention,
+    )
     figure_test(
         report,
         "blocks used against a contiguous T_max reservation",

@@ -17,7 +17,7 @@ import torch
 from graders.checks.report import CheckReport, Mismatch, as_tensor, close, explain_difference
 from graders.checks.serving_common import Rng, as_int_list
 from graders.reference.paged_cache import PagedKVCache, blocks_for
-from graders.sandbox.protocol import Pending, Session, SubmissionError
+from graders.sandbox.protocol import Pending, SubmissionError, SubmissionLink
 
 ENTRY_POINT = "PagedKVCache"
 
@@ -42,10 +42,23 @@ STALE_SLOTS = (
 )
 NOT_SCALED = "paged_attention does not divide the scores by sqrt(head_dim)"
 KNOWN_MISTAKES = (
-    RESERVES, OFF_BY_ONE, NO_MEMORY_ERROR, CHANGES_ON_ERROR, NOT_REUSED, FORK_COPIES, NO_COPY_ON_WRITE,
-    COPY_ONE_WAY, COPIES_TOO_MUCH, FREE_SHARED, GATHER_ORDER, KV_SWAPPED, UNKNOWN_ID, DTYPE_IGNORED,
-    STALE_SLOTS, NOT_SCALED,
-)  # fmt: skip
+    RESERVES,
+    OFF_BY_ONE,
+    NO_MEMORY_ERROR,
+    CHANGES_ON_ERROR,
+    NOT_REUSED,
+    FORK_COPIES,
+    NO_COPY_ON_WRITE,
+    COPY_ONE_WAY,
+    COPIES_TOO_MUCH,
+    FREE_SHARED,
+    GATHER_ORDER,
+    KV_SWAPPED,
+    UNKNOWN_ID,
+    DTYPE_IGNORED,
+    STALE_SLOTS,
+    NOT_SCALED,
+)
 
 
 Offsets = dict[str, int | str]
@@ -74,7 +87,12 @@ class Driver:
     """One submission cache and the reference, driven by the same calls."""
 
     def __init__(
-        self, report: CheckReport, session: Session, rng: Rng, dims: Dims, dtype: torch.dtype | None = None
+        self,
+        report: CheckReport,
+        session: SubmissionLink,
+        rng: Rng,
+        dims: Dims,
+        dtype: torch.dtype | None = None,
     ):
         self.report, self.session, self.rng, self.dims = report, session, rng, dims
         self.dtype = dtype or torch.float32
@@ -148,8 +166,11 @@ class Driver:
             as_int_list(t.value(), f"block_table({s!r})") for t, s in zip(tables, (dst, src), strict=True)
         )
         if table != parent:
-            raise _fail(self.report, FORK_COPIES, f"after fork({src!r}, {dst!r}) the child's blocks {table} "
-                        f"are not the parent's {parent}")  # fmt: skip
+            raise _fail(
+                self.report,
+                FORK_COPIES,
+                f"after fork({src!r}, {dst!r}) the child's blocks {table} are not the parent's {parent}",
+            )
 
     def free(self, seq: Hashable, mistakes: Offsets | None = None) -> None:
         self.log.append(f"free({seq!r})")

@@ -52,7 +52,7 @@ from graders.checks.rope_common import (
     wrong_rotations,
 )
 from graders.reference.rope import apply_rope, rope_attention
-from graders.sandbox.protocol import Session
+from graders.sandbox.protocol import SubmissionLink
 
 SLUG = "rope-cached-attention"
 ENTRY_POINT = "rope_attention"
@@ -74,10 +74,21 @@ GLOBAL_STATE = (
     "the output ignored a change to the cached keys and values: read the past only from the cache passed in"
 )
 KNOWN_MISTAKES = (
-    INTERLEAVED, WRONG_WAY, THETA_EXPONENT, BASE_IGNORED, ROTATES_VALUES, NO_ROPE_Q, NO_ROPE_K,
-    CACHE_UNROTATED, POSITIONS_RESTART, ROTATES_TWICE, MASK_NOT_OFFSET, ROW_POSITIONS, SCALE_SQRT_D,
+    INTERLEAVED,
+    WRONG_WAY,
+    THETA_EXPONENT,
+    BASE_IGNORED,
+    ROTATES_VALUES,
+    NO_ROPE_Q,
+    NO_ROPE_K,
+    CACHE_UNROTATED,
+    POSITIONS_RESTART,
+    ROTATES_TWICE,
+    MASK_NOT_OFFSET,
+    ROW_POSITIONS,
+    SCALE_SQRT_D,
     GLOBAL_STATE,
-)  # fmt: skip
+)
 
 BASES = (500.0, 2500.0, 40000.0)  # never 10000: a non-default base tells BASE_IGNORED apart
 
@@ -93,7 +104,7 @@ def rope_variants(x: torch.Tensor, positions: torch.Tensor, base: float) -> list
 
 
 def _apply_rope_test(
-    session: Session, report: CheckReport, gen: torch.Generator, rng: random.Random, per_row: bool
+    session: SubmissionLink, report: CheckReport, gen: torch.Generator, rng: random.Random, per_row: bool
 ) -> Callable[[], None]:
     B, H, T, hd = (3, 2, 5, 16) if per_row else (2, 3, 6, 10)
     x = randn(gen, B, H, T, hd)
@@ -195,7 +206,7 @@ class _Call:
 
 
 def _one_call(
-    session: Session, seq: _Sequence, s: int, n: int, how: _Call, cache_ev: Evidence, what: str
+    session: SubmissionLink, seq: _Sequence, s: int, n: int, how: _Call, cache_ev: Evidence, what: str
 ) -> Comparison:
     """Call the submission on tokens s..s+n over the true past; compare y, record the cache's comparison."""
     x = seq.x[:, s : s + n]
@@ -228,7 +239,7 @@ def _conclude(report: CheckReport, y_ev: Evidence, cache_ev: Evidence) -> None:
 
 
 def _schedule_test(
-    session: Session, report: CheckReport, seq: _Sequence, chunks: Sequence[int], how: _Call
+    session: SubmissionLink, report: CheckReport, seq: _Sequence, chunks: Sequence[int], how: _Call
 ) -> Callable[[], None]:
     def body() -> None:
         y_ev, cache_ev = Evidence(), Evidence()
@@ -248,7 +259,7 @@ def _schedule_test(
 
 
 def _changed_cache_test(
-    session: Session, report: CheckReport, seq: _Sequence, prompt: int, row: int
+    session: SubmissionLink, report: CheckReport, seq: _Sequence, prompt: int, row: int
 ) -> Callable[[], None]:
     """The cache handed in has one changed row; the output must follow it."""
     changed = {key: value.clone() for key, value in seq.past(prompt).items()}  # float64
@@ -282,7 +293,7 @@ def _changed_cache_test(
     return body
 
 
-def run(session: Session, seed: int | None = None) -> CheckReport:
+def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     gen = make_generator(seed)
     rng = random.Random(int(torch.randint(0, 2**31, (1,), generator=gen)))
     report = CheckReport()

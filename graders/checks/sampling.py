@@ -40,7 +40,7 @@ from graders.checks.sampling_variants import (
 )
 from graders.checks.serving_common import Rng, call_entry
 from graders.reference.sampling import descending_order, filter_probs, inverse_cdf
-from graders.sandbox.protocol import Session, SubmissionError
+from graders.sandbox.protocol import SubmissionError, SubmissionLink
 from graders.wording import exception_text
 
 SLUG = "sampling"
@@ -66,7 +66,7 @@ def _probs(value: Any, want: torch.Tensor, what: str) -> torch.Tensor:
 
 def _test_filter(
     report: CheckReport,
-    session: Session,
+    session: SubmissionLink,
     logits: torch.Tensor,
     args: tuple[Any, ...] = (),
     kwargs: dict[str, Any] | None = None,
@@ -120,7 +120,11 @@ def sample_variants(
 
 
 def _test_sample(
-    report: CheckReport, session: Session, logits: torch.Tensor, u: torch.Tensor, kwargs: dict[str, Any]
+    report: CheckReport,
+    session: SubmissionLink,
+    logits: torch.Tensor,
+    u: torch.Tensor,
+    kwargs: dict[str, Any],
 ) -> None:
     t, k, p = kwargs.get("temperature", 1.0), kwargs.get("top_k", 0), kwargs.get("top_p", 1.0)
     what = "sample(logits, u" + "".join(f", {a}={b!r}" for a, b in kwargs.items()) + ")"
@@ -143,7 +147,9 @@ def _test_sample(
     raise Mismatch(message)
 
 
-def _test_bad_arguments(report: CheckReport, session: Session, logits: torch.Tensor, entry: str) -> None:
+def _test_bad_arguments(
+    report: CheckReport, session: SubmissionLink, logits: torch.Tensor, entry: str
+) -> None:
     bad: list[dict[str, Any]] = [{"temperature": -0.5}, {"top_k": -1}, {"top_p": 0.0}, {"top_p": 1.25}]
     u = torch.full((logits.shape[0],), 0.5)
     for kwargs in bad:
@@ -162,7 +168,7 @@ def _test_bad_arguments(report: CheckReport, session: Session, logits: torch.Ten
         raise Mismatch(f"{what} did not raise: {BAD_ARGUMENTS}")
 
 
-def run(session: Session, seed: int | None = None) -> CheckReport:
+def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     """The battery; `seed` makes a run reproducible (tests), None draws fresh inputs (grading)."""
     report = CheckReport()
     rng = Rng(seed)
@@ -175,8 +181,10 @@ def run(session: Session, seed: int | None = None) -> CheckReport:
     # can be told from another by its shape.
     B, V = py.choice([2, 3]), py.randint(51, 72)
     big = grid_logits(rng, B, V)
-    check(f"filter_probs(logits) with the defaults is the softmax (B={B}, V={V})",
-          partial(_test_filter, report, session, big))  # fmt: skip
+    check(
+        f"filter_probs(logits) with the defaults is the softmax (B={B}, V={V})",
+        partial(_test_filter, report, session, big),
+    )
 
     t = py.choice([0.5, 0.7, 1.5, 2.0])
     logits = grid_logits(rng, B, V)
@@ -210,8 +218,10 @@ def run(session: Session, seed: int | None = None) -> CheckReport:
 
     nucleus = grid_logits(rng, B, V, spread=1.5)
     p = safe_top_p(nucleus, 1.0, 0, rng)
-    check(f"top_p={p} keeps the smallest set reaching {p}, the token that crosses it included",
-          partial(_test_filter, report, session, nucleus, (), {"top_p": p}))  # fmt: skip
+    check(
+        f"top_p={p} keeps the smallest set reaching {p}, the token that crosses it included",
+        partial(_test_filter, report, session, nucleus, (), {"top_p": p}),
+    )
 
     combined, t2, k2, p2 = telling_case(rng, B, V)
     check(
@@ -234,8 +244,12 @@ def run(session: Session, seed: int | None = None) -> CheckReport:
     )
     u_default = safe_u(torch.softmax(big.double(), -1), rng)
     check("sample(logits, u) with the defaults", partial(_test_sample, report, session, big, u_default, {}))
-    check("filter_probs raises ValueError for temperature < 0, top_k < 0, top_p = 0 and top_p > 1",
-          partial(_test_bad_arguments, report, session, logits, "filter_probs"))  # fmt: skip
-    check("sample raises ValueError for the same bad arguments",
-          partial(_test_bad_arguments, report, session, logits, "sample"))  # fmt: skip
+    check(
+        "filter_probs raises ValueError for temperature < 0, top_k < 0, top_p = 0 and top_p > 1",
+        partial(_test_bad_arguments, report, session, logits, "filter_probs"),
+    )
+    check(
+        "sample raises ValueError for the same bad arguments",
+        partial(_test_bad_arguments, report, session, logits, "sample"),
+    )
     return report

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from graders.checks.report import CheckReport, Mismatch, run_test
-from graders.sandbox.protocol import Session, SubmissionError
+from graders.sandbox.protocol import SubmissionError, SubmissionLink
 from graders.verdict import TestResult
 
 
@@ -43,7 +43,7 @@ def figure_test(report: CheckReport, name: str, body: Callable[[], str]) -> bool
     return passed
 
 
-def call_entry(session: Session, name: str, *args: Any, **kwargs: Any) -> Any:
+def call_entry(session: SubmissionLink, name: str, *args: Any, **kwargs: Any) -> Any:
     """session.call(name, ...); a name the code does not define fails the test saying so (asked
     only once the call failed: asking first cost a round trip per call)."""
     try:

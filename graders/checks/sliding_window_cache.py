@@ -24,7 +24,7 @@ import torch
 from graders.checks.attention_common import decode_tensor, describe, make_generator, randn, submission_context
 from graders.checks.report import CheckReport, Mismatch, close, explain_difference, run_test
 from graders.reference.sliding_window import SlidingWindowCache, kept_positions
-from graders.sandbox.protocol import Handle, Session
+from graders.sandbox.protocol import Handle, SubmissionLink
 
 SLUG = "sliding-window-cache"
 ENTRY_POINT = "SlidingWindowCache"
@@ -57,9 +57,19 @@ SHARED_STORAGE = (
     "two caches share one storage (a class attribute or a module-level buffer): each cache owns its own"
 )
 KNOWN_MISTAKES = (
-    SINKS_OVERWRITTEN, SINKS_IGNORED, STORAGE_ORDER, WINDOW_PLUS_ONE, WINDOW_MINUS_ONE, KEEPS_CHUNK_START,
-    POSITIONS_RELATIVE, DTYPE_IGNORED, STORAGE_GROWS, STORAGE_MOVES, NOT_PREALLOCATED, SHARED_STORAGE,
-)  # fmt: skip
+    SINKS_OVERWRITTEN,
+    SINKS_IGNORED,
+    STORAGE_ORDER,
+    WINDOW_PLUS_ONE,
+    WINDOW_MINUS_ONE,
+    KEEPS_CHUNK_START,
+    POSITIONS_RELATIVE,
+    DTYPE_IGNORED,
+    STORAGE_GROWS,
+    STORAGE_MOVES,
+    NOT_PREALLOCATED,
+    SHARED_STORAGE,
+)
 
 Result = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
@@ -151,7 +161,7 @@ class _Replay:
 
     def __init__(
         self,
-        session: Session,
+        session: SubmissionLink,
         report: CheckReport,
         gen: torch.Generator,
         window: int,
@@ -245,7 +255,7 @@ class _Replay:
 
 
 def _script_test(
-    session: Session,
+    session: SubmissionLink,
     report: CheckReport,
     gen: torch.Generator,
     window: int,
@@ -264,7 +274,9 @@ def _script_test(
     return body
 
 
-def _two_caches_test(session: Session, report: CheckReport, gen: torch.Generator) -> Callable[[], None]:
+def _two_caches_test(
+    session: SubmissionLink, report: CheckReport, gen: torch.Generator
+) -> Callable[[], None]:
     def body() -> None:
         first = _Replay(session, report, gen, 3, 1, (1, 2, 4))
         second = _Replay(session, report, gen, 3, 1, (1, 2, 4))
@@ -281,7 +293,7 @@ def _two_caches_test(session: Session, report: CheckReport, gen: torch.Generator
     return body
 
 
-def run(session: Session, seed: int | None = None) -> CheckReport:
+def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     gen = make_generator(seed)
     rng = random.Random(int(torch.randint(0, 2**31, (1,), generator=gen)))
     report = CheckReport()

@@ -28,7 +28,7 @@ import torch
 from graders.checks.report import CheckReport, Mismatch, run_test
 from graders.checks.serving_common import Rng, as_int_list, call_entry, figure_test
 from graders.reference.speculative import accept_draft, acceptance_rate
-from graders.sandbox.protocol import Session
+from graders.sandbox.protocol import SubmissionLink
 
 SLUG = "speculative-decoding"
 ENTRY_POINT = "accept_draft"
@@ -53,9 +53,19 @@ DRAW_GE = (
 )
 NOT_EXACT = "the first emitted token is not distributed as the target's p[0]"
 KNOWN_MISTAKES = (
-    NOT_STRICT, INVERTED_RATIO, RESIDUAL_IS_P, RESIDUAL_Q_MINUS_P, RESIDUAL_UNNORMALISED,
-    RESIDUAL_NOT_CLAMPED, BONUS_FROM_LAST_DRAFT, NO_BONUS, DOES_NOT_STOP, SORTED_DRAW, DRAW_GE, NOT_EXACT,
-)  # fmt: skip
+    NOT_STRICT,
+    INVERTED_RATIO,
+    RESIDUAL_IS_P,
+    RESIDUAL_Q_MINUS_P,
+    RESIDUAL_UNNORMALISED,
+    RESIDUAL_NOT_CLAMPED,
+    BONUS_FROM_LAST_DRAFT,
+    NO_BONUS,
+    DOES_NOT_STOP,
+    SORTED_DRAW,
+    DRAW_GE,
+    NOT_EXACT,
+)
 
 D = 32  # crafted distributions are multiples of 1/D
 MARGIN = 1e-4
@@ -149,7 +159,7 @@ class Evidence:
 
 
 def _expect(
-    report: CheckReport, session: Session, evidence: Evidence, case: tuple[Any, ...], what: str
+    report: CheckReport, session: SubmissionLink, evidence: Evidence, case: tuple[Any, ...], what: str
 ) -> list[int]:
     draft, q, p, ua, us = case
     got = as_int_list(call_entry(session, "accept_draft", draft, q, p, ua, us), "accept_draft(...)")
@@ -319,7 +329,7 @@ def grid_distributions(rng: Rng) -> tuple[list[int], list[int]]:
                 return q, p
 
 
-def _test_property(report: CheckReport, session: Session, evidence: Evidence, rng: Rng) -> str:
+def _test_property(report: CheckReport, session: SubmissionLink, evidence: Evidence, rng: Rng) -> str:
     qc, pc = grid_distributions(rng)
     q = torch.tensor([qc], dtype=torch.float32) / 16
     p = torch.tensor([pc, _dyadic(rng, 4)], dtype=torch.float32) / torch.tensor([[16.0], [D]])
@@ -366,7 +376,7 @@ def _test_property(report: CheckReport, session: Session, evidence: Evidence, rn
     )
 
 
-def run(session: Session, seed: int | None = None) -> CheckReport:
+def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     """The battery; `seed` makes a run reproducible (tests), None draws fresh inputs (grading)."""
     report = CheckReport()
     rng = Rng(seed)
@@ -381,8 +391,9 @@ def run(session: Session, seed: int | None = None) -> CheckReport:
     check(
         "γ=4: u_accept equal to p/q rejects draft 1 (the test is strict), a token is drawn from the "
         "normalised residual, and drafts 2 and 3 are dropped",
-        crafted_rejection(rng), "crafted rejection",
-    )  # fmt: skip
+        crafted_rejection(rng),
+        "crafted rejection",
+    )
     check(
         "γ=3, every draft accepted: the bonus token is drawn from p[γ]",
         crafted_all_accepted(rng),
@@ -390,12 +401,16 @@ def run(session: Session, seed: int | None = None) -> CheckReport:
     )
     check(
         "a rejection with u_sample = 0 never draws a token the residual gives no mass",
-        crafted_zero_draw(rng), "u_sample = 0",
-    )  # fmt: skip
+        crafted_zero_draw(rng),
+        "u_sample = 0",
+    )
     for i, telling in enumerate((RESIDUAL_IS_P, DOES_NOT_STOP, BONUS_FROM_LAST_DRAFT)):
         case = random_case(rng, telling)
         gamma, V = case[0].shape[0], case[1].shape[1]
         check(f"random case {i + 1}: γ={gamma}, V={V}", case, f"random case γ={gamma} V={V}")
-    figure_test(report, "over a grid of draws the first token is distributed exactly as p[0]",
-                partial(_test_property, report, session, evidence, rng))  # fmt: skip
+    figure_test(
+        report,
+        "over a grid of draws the first token is distributed exactly as p[0]",
+        partial(_test_property, report, session, evidence, rng),
+    )
     return report

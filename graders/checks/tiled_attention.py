@@ -46,7 +46,7 @@ from graders.checks.report import CheckReport, Mismatch, run_test
 from graders.reference.tiled import attention_fused, causal_visible, merge_attention
 from graders.sandbox import outside
 from graders.sandbox.outside import PeakWatch
-from graders.sandbox.protocol import Session
+from graders.sandbox.protocol import SubmissionLink
 
 SLUG = "tiled-attention"
 ENTRY_POINT = "tiled_attention"
@@ -98,11 +98,25 @@ MERGE_EMPTY = (
     "NaN when a part has lse = -inf (it saw no key): that part must contribute nothing, exp(-inf - lse) = 0"
 )
 KNOWN_MISTAKES = (
-    NO_RESCALE, LAST_BLOCK_DROPPED, PADDING_ATTENDED, CAUSAL_TOP_LEFT, CAUSAL_IGNORED, BLOCKS_AVERAGED,
-    NOT_NORMALISED, NO_SCALE, OVERFLOW, MASKED_BLOCK_NAN, FULL_SCORES, BIGGER_THAN_A_BLOCK, MERGE_AVERAGE,
+    NO_RESCALE,
+    LAST_BLOCK_DROPPED,
+    PADDING_ATTENDED,
+    CAUSAL_TOP_LEFT,
+    CAUSAL_IGNORED,
+    BLOCKS_AVERAGED,
+    NOT_NORMALISED,
+    NO_SCALE,
+    OVERFLOW,
+    MASKED_BLOCK_NAN,
+    FULL_SCORES,
+    BIGGER_THAN_A_BLOCK,
+    MERGE_AVERAGE,
     MERGE_SWAPPED,
-    MERGE_LSE_MAX, MERGE_LSE_SUM, MERGE_OVERFLOW, MERGE_EMPTY,
-)  # fmt: skip
+    MERGE_LSE_MAX,
+    MERGE_LSE_SUM,
+    MERGE_OVERFLOW,
+    MERGE_EMPTY,
+)
 
 GRID = 64  # q and k of the magnitude tests are multiples of 1/64
 
@@ -236,9 +250,15 @@ def _expect_resident_within(
 
 
 def _call_tiled(
-    session: Session, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_size: int, causal: bool | None,
-    report: CheckReport, what: str,
-) -> torch.Tensor:  # fmt: skip
+    session: SubmissionLink,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    block_size: int,
+    causal: bool | None,
+    report: CheckReport,
+    what: str,
+) -> torch.Tensor:
     """Call tiled_attention (causal left out when None), measured; Mismatch when it built the full scores."""
     kwargs = {} if causal is None else {"causal": causal}
     watch = session.peak_watch()
@@ -266,7 +286,7 @@ def _call_tiled(
 
 
 def _tiled_test(
-    session: Session,
+    session: SubmissionLink,
     report: CheckReport,
     q: torch.Tensor,
     k: torch.Tensor,
@@ -308,7 +328,7 @@ def lse_variants(l1: torch.Tensor, l2: torch.Tensor) -> list[Variant]:
 
 
 def _merge_test(
-    session: Session,
+    session: SubmissionLink,
     report: CheckReport,
     parts: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
     not_finite: str,
@@ -324,10 +344,12 @@ def _merge_test(
         if not isinstance(got, tuple | list) or len(got) != 2:
             raise Mismatch(f"merge_attention should return a pair (o, lse), got {describe(got)}")
         o = compare(
-            got[0], want_o.float(), "the merged o",
+            got[0],
+            want_o.float(),
+            "the merged o",
             partial(merge_variants, o1.double(), l1.double(), o2.double(), l2.double()),
             not_finite=not_finite,
-        )  # fmt: skip
+        )
         if not o.ok:
             fail(report, o, o.matches[0] if o.matches else ())
         lse = decode_tensor(got[1], "the merged lse")
@@ -338,10 +360,12 @@ def _merge_test(
                 f"{tuple(want_lse.shape)}, -inf only where both parts are -inf"
             )
         result = compare(
-            lse[finite], want_lse[finite].float(), "the merged lse",
+            lse[finite],
+            want_lse[finite].float(),
+            "the merged lse",
             partial(lambda: [(m, t[finite]) for m, t in lse_variants(l1.double(), l2.double())]),
             not_finite=not_finite,
-        )  # fmt: skip
+        )
         if not result.ok:
             fail(report, result, result.matches[0] if result.matches else ())
 
@@ -375,7 +399,7 @@ def _huge_lse_parts(gen: torch.Generator, B: int, H: int, Tq: int, hd: int) -> t
     return o1, l1, o2, l2
 
 
-def run(session: Session, seed: int | None = None) -> CheckReport:
+def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     gen = make_generator(seed)
     rng = random.Random(int(torch.randint(0, 2**31, (1,), generator=gen)))
     report = CheckReport()

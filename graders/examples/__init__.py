@@ -4,7 +4,8 @@
     run_examples(slug, code, custom) -> RunResult  run them in the sandbox (graders/examples/run.py)
 
 One module per family of challenges builds the inputs and names the outputs compared:
-attention.py, caches.py, kernels.py, small.py; spec.py and compare.py are what they share.
+attention.py, caches.py, kernels.py, functions.py (the challenges whose entry points are plain
+functions), model.py, processors.py, scheduling.py; spec.py and compare.py are what they share.
 """
 
 from __future__ import annotations

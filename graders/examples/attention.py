@@ -19,7 +19,7 @@ from graders.examples.spec import SEED, Compared, Example, Param, RunSpec, divis
 from graders.reference.attention import causal_self_attention
 from graders.reference.decode import prefill_cache
 from graders.reference.gqa import GQA
-from graders.sandbox.protocol import Session
+from graders.sandbox.protocol import SubmissionLink
 
 BATCH = Param("B", "Batch size B", 1, 1, 4)
 D_MODEL = Param("d", "Model width d", 16, 4, 128, "a multiple of the head count")
@@ -32,7 +32,7 @@ def _attention_inputs(values: dict[str, Any], T: int) -> tuple[torch.Tensor, tor
     return randn(gen, values["B"], T, values["d"]), w_qkv, w_o
 
 
-def _causal_case(session: Session, values: dict[str, Any]) -> list[Compared]:
+def _causal_case(session: SubmissionLink, values: dict[str, Any]) -> list[Compared]:
     x, w_qkv, w_o = _attention_inputs(values, values["T"])
     h = values["n_heads"]
     with submission_context(f"calling causal_self_attention(x, w_qkv, w_o, {h}) with x {tuple(x.shape)}"):
@@ -66,7 +66,7 @@ FIX_CAUSAL = RunSpec(
 )
 
 
-def _decode_case(session: Session, values: dict[str, Any]) -> list[Compared]:
+def _decode_case(session: SubmissionLink, values: dict[str, Any]) -> list[Compared]:
     steps, h = values["steps"], values["n_heads"]
     x, w_qkv, w_o = _attention_inputs(values, steps)
     cache = session.new_dict()
@@ -132,7 +132,7 @@ DECODE_STEP = RunSpec(
 )
 
 
-def _gqa_case(session: Session, values: dict[str, Any]) -> list[Compared]:
+def _gqa_case(session: SubmissionLink, values: dict[str, Any]) -> list[Compared]:
     d, n_q, n_kv = values["d"], values["n_q"], values["n_kv"]
     gen = generator(values["seed"])
     ref = GQA(d, n_q, n_kv).double()

@@ -15,7 +15,7 @@ from graders.examples.spec import SEED, Compared, Example, InvalidRunInput, Para
 from graders.reference.kv_cache import KVCache
 from graders.reference.paged_cache import PagedKVCache, blocks_for, paged_attention
 from graders.reference.sliding_window import SlidingWindowCache
-from graders.sandbox.protocol import Session
+from graders.sandbox.protocol import SubmissionLink
 
 BATCH = Param("batch", "Batch", 2, 1, 4)
 HEADS = Param("n_heads", "Heads", 2, 1, 8)
@@ -26,7 +26,7 @@ def _kv(gen: torch.Generator, B: int, H: int, n: int, hd: int) -> tuple[torch.Te
     return randn(gen, B, H, n, hd), randn(gen, B, H, n, hd)
 
 
-def _buffer_case(session: Session, values: dict[str, Any]) -> list[Compared]:
+def _buffer_case(session: SubmissionLink, values: dict[str, Any]) -> list[Compared]:
     B, H, hd, max_len = values["batch"], values["n_heads"], values["head_dim"], values["max_len"]
     prompt, steps = values["prompt"], values["steps"]
     gen = generator(values["seed"])
@@ -103,7 +103,7 @@ KV_CACHE_BUFFER = RunSpec(
 )
 
 
-def _window_case(session: Session, values: dict[str, Any]) -> list[Compared]:
+def _window_case(session: SubmissionLink, values: dict[str, Any]) -> list[Compared]:
     window, n_sink, B, H, hd = (
         values["window"],
         values["n_sink"],
@@ -192,7 +192,7 @@ SLIDING_WINDOW_CACHE = RunSpec(
 )
 
 
-def _paged_case(session: Session, values: dict[str, Any]) -> list[Compared]:
+def _paged_case(session: SubmissionLink, values: dict[str, Any]) -> list[Compared]:
     n_blocks, bs, H, hd = values["n_blocks"], values["block_size"], values["n_heads"], values["head_dim"]
     gen = generator(values["seed"])
     with submission_context(f"while building PagedKVCache({n_blocks}, {bs}, {H}, {hd})"):

@@ -25,7 +25,7 @@ from graders.reference import int8_cache
 from graders.reference.padding import padded_attention_by_rows
 from graders.reference.rope import apply_rope, rope_attention
 from graders.reference.tiled import attention_with_lse
-from graders.sandbox.protocol import Session
+from graders.sandbox.protocol import SubmissionLink
 
 HEADS = Param("n_heads", "Heads", 2, 1, 8)
 D_MODEL = Param("d", "Model width d", 16, 2, 128, "n_heads times an even head size")
@@ -39,7 +39,7 @@ def _pair(value: Any, what: str) -> tuple[Any, Any]:
     return value[0], value[1]
 
 
-def _rope_case(session: Session, values: dict[str, Any]) -> list[Compared]:
+def _rope_case(session: SubmissionLink, values: dict[str, Any]) -> list[Compared]:
     B, P, N, d, h, base = (
         values["B"],
         values["prompt"],
@@ -123,7 +123,7 @@ def _padding(values: dict[str, Any]) -> list[int]:
     return [round(b * pad / (B - 1)) if B > 1 else pad for b in range(B)]
 
 
-def _padded_case(session: Session, values: dict[str, Any]) -> list[Compared]:
+def _padded_case(session: SubmissionLink, values: dict[str, Any]) -> list[Compared]:
     B, P, steps, d, h = values["B"], values["prompt"], values["steps"], values["d"], values["n_heads"]
     gen = generator(values["seed"])
     w_qkv, w_o = random_attention_weights(gen, d)
@@ -191,7 +191,7 @@ LEFT_PADDED_DECODING = RunSpec(
 )
 
 
-def _tiled_case(session: Session, values: dict[str, Any]) -> list[Compared]:
+def _tiled_case(session: SubmissionLink, values: dict[str, Any]) -> list[Compared]:
     B, H, Tq, Tk, hd, block, causal = (
         values[k] for k in ("B", "H", "Tq", "Tk", "hd", "block_size", "causal")
     )
@@ -253,7 +253,7 @@ TILED_ATTENTION = RunSpec(
 )
 
 
-def _int8_case(session: Session, values: dict[str, Any]) -> list[Compared]:
+def _int8_case(session: SubmissionLink, values: dict[str, Any]) -> list[Compared]:
     B, H, T, hd = values["B"], values["H"], values["T"], values["hd"]
     gen = generator(values["seed"])
     x = randn(gen, B, H, T, hd, scale=values["magnitude"])

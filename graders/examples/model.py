@@ -7,7 +7,7 @@ from typing import Any
 from graders.checks.attention_common import submission_context
 from graders.examples.spec import SEED, Compared, Example, Param, RunSpec, at_most, generator, randn
 from graders.reference import moe
-from graders.sandbox.protocol import Session
+from graders.sandbox.protocol import SubmissionLink
 
 
 def _pair(value: Any) -> tuple[Any, Any]:
@@ -17,7 +17,7 @@ def _pair(value: Any) -> tuple[Any, Any]:
     return value, value
 
 
-def _moe_case(session: Session, values: dict[str, Any]) -> list[Compared]:
+def _moe_case(session: SubmissionLink, values: dict[str, Any]) -> list[Compared]:
     T, d, f, E, top_k = values["tokens"], values["d"], values["f"], values["experts"], values["top_k"]
     renormalize, capacity = values["renormalize"], values["capacity"] or None
     gen = generator(values["seed"])
@@ -74,7 +74,7 @@ MOE_ROUTING = RunSpec(
                 "capacity": 0,
                 "seed": 0,
             },
-        ),  # fmt: skip
+        ),
         Example(
             "DeepSeek-style: top 3 of 6, not renormalised",
             {
@@ -87,7 +87,7 @@ MOE_ROUTING = RunSpec(
                 "capacity": 0,
                 "seed": 1,
             },
-        ),  # fmt: skip
+        ),
         Example(
             "capacity 2: late tokens dropped",
             {
@@ -100,7 +100,7 @@ MOE_ROUTING = RunSpec(
                 "capacity": 2,
                 "seed": 2,
             },
-        ),  # fmt: skip
+        ),
     ),
     case=_moe_case,
     rules=(at_most("top_k", "experts"),),

@@ -13,7 +13,7 @@ import torch
 from graders.checks.attention_common import submission_context
 from graders.examples.spec import SEED, Compared, Example, Param, RunSpec, generator
 from graders.reference.logits_processors import process_logits
-from graders.sandbox.protocol import Session
+from graders.sandbox.protocol import SubmissionLink
 
 KNOBS = (
     "repetition_penalty",
@@ -25,7 +25,7 @@ KNOBS = (
 )
 
 
-def _processors_case(session: Session, values: dict[str, Any]) -> list[Compared]:
+def _processors_case(session: SubmissionLink, values: dict[str, Any]) -> list[Compared]:
     gen = generator(values["seed"])
     B, V, length = values["batch"], values["vocab"], values["row_length"]
     logits = torch.randn(B, V, generator=gen) * 2.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from graders.examples.attention import DECODE_STEP, FIX_CAUSAL, GQA_ATTENTION
 from graders.examples.caches import KV_CACHE_BUFFER, PAGED_KV_CACHE, SLIDING_WINDOW_CACHE
+from graders.examples.functions import KV_CACHE_BYTES, NUMPY_CACHED_GENERATION, SAMPLING, SPECULATIVE_DECODING
 from graders.examples.kernels import (
     INT8_KV_CACHE,
     LEFT_PADDED_DECODING,
@@ -14,7 +15,6 @@ from graders.examples.model import MOE_ROUTING
 from graders.examples.prefix import RADIX_PREFIX_CACHE
 from graders.examples.processors import LOGITS_PROCESSORS
 from graders.examples.scheduling import CONTINUOUS_BATCHING
-from graders.examples.small import KV_CACHE_BYTES, NUMPY_CACHED_GENERATION, SAMPLING, SPECULATIVE_DECODING
 from graders.examples.spec import RunSpec
 
 RUN_SPECS: dict[str, RunSpec] = {

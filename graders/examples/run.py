@@ -22,7 +22,7 @@ from graders.examples.registry import spec_for
 from graders.examples.spec import RunSpec, describe_values
 from graders.limits import Limits
 from graders.runner import ForkServerClient, LimitExceeded, LoadError, SandboxError, shared_client
-from graders.sandbox.protocol import Session, SubmissionError
+from graders.sandbox.protocol import SubmissionError, SubmissionLink
 from graders.verdict import Verdict
 
 log = logging.getLogger("graders.examples")
@@ -75,7 +75,7 @@ class RunResult:
 
 
 def run_case(
-    spec: RunSpec, session: Session, name: str, description: str, values: dict[str, Any]
+    spec: RunSpec, session: SubmissionLink, name: str, description: str, values: dict[str, Any]
 ) -> CaseResult:
     """One case; the submission's exception or an undecodable answer fails it with a message.
 
@@ -102,7 +102,7 @@ def run_case(
 
 
 def run_cases(
-    spec: RunSpec, session: Session, custom: dict[str, Any] | None
+    spec: RunSpec, session: SubmissionLink, custom: dict[str, Any] | None
 ) -> tuple[list[CaseResult], CaseResult | None]:
     examples = [run_case(spec, session, e.name, e.description, dict(e.values)) for e in spec.examples]
     mine = None

@@ -15,7 +15,7 @@ from graders.checks.continuous_batching_script import Dims, Op, plan_text, rando
 from graders.checks.report import CheckReport
 from graders.examples.spec import SEED, Compared, Example, InvalidRunInput, Param, RunSpec
 from graders.reference.scheduler import blocks_for
-from graders.sandbox.protocol import Session
+from graders.sandbox.protocol import SubmissionLink
 
 
 def row(seen: Any) -> str:
@@ -31,14 +31,15 @@ def row(seen: Any) -> str:
 
 
 def script_for(values: dict[str, Any]) -> tuple[Dims, list[Op]]:
-    dims = Dims(values["num_blocks"], values["block_size"], values["max_num_batched_tokens"],
-                values["max_num_seqs"])  # fmt: skip
+    dims = Dims(
+        values["num_blocks"], values["block_size"], values["max_num_batched_tokens"], values["max_num_seqs"]
+    )
     py = random.Random(values["seed"])
     ops = random_script(py, dims, n_requests=values["n_requests"], n_ops=values["n_requests"] + 2)
     return dims, ops
 
 
-def _case(session: Session, values: dict[str, Any]) -> list[Compared]:
+def _case(session: SubmissionLink, values: dict[str, Any]) -> list[Compared]:
     dims, ops = script_for(values)
     got = Replayer(CheckReport(), session).submission_trace(dims, ops)
     want = reference_trace(dims, ops)
@@ -81,7 +82,7 @@ CONTINUOUS_BATCHING = RunSpec(
                 "n_requests": 4,
                 "seed": 3,
             },
-        ),  # fmt: skip
+        ),
         Example(
             "small budget: chunked prefill",
             {
@@ -92,7 +93,7 @@ CONTINUOUS_BATCHING = RunSpec(
                 "n_requests": 3,
                 "seed": 1,
             },
-        ),  # fmt: skip
+        ),
     ),
     case=_case,
     rules=(_fits,),

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from graders.sandbox.protocol import Session
+from graders.sandbox.protocol import SubmissionLink
 
 Value = int | float | bool
 Variant = tuple[Sequence[str], torch.Tensor]  # (mistakes in interviewer words, their output)
@@ -124,7 +124,7 @@ class Compared:
     labels: tuple[str, ...] = ()
 
 
-Case = Callable[[Session, dict[str, Any]], list[Compared]]
+Case = Callable[[SubmissionLink, dict[str, Any]], list[Compared]]
 Rule = Callable[[dict[str, Any]], None]  # raises InvalidRunInput for values that do not fit together
 
 

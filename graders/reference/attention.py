@@ -74,11 +74,14 @@ def attend_fused(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Ten
     """The fused path, same contract as `attend`.
 
     `is_causal=True` aligns the mask top-left (query i sees keys 0..i), which is
-    only right when T == S; with a cache in front the bottom-right mask is passed.
+    only right when T == S; with a cache in front the bottom-right mask is passed,
+    except for one query (a decode step), which sees every key and needs no mask.
     """
     T, S = q.shape[-2], k.shape[-2]
     if T == S:
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    if T == 1:
+        return F.scaled_dot_product_attention(q, k, v)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=causal_mask(T, S, q.device))
 
 

@@ -1,4 +1,9 @@
-"""A GPT-2-small-shaped decoder with a KV cache, for the lab's measurements.
+"""A GPT-2-small-shaped decoder with a KV cache: the reference model the lab measures.
+
+It belongs to the reference code, not to the lab: its attention is attention.py's (the same
+head split, causal mask and explicit and fused paths every attention challenge is graded
+against), and tests/graders/reference/ tests it with the rest. The lab (app/lab) owns no
+model; it imports this one to time prefill and decode and to size its cache.
 
 The shape is GPT-2 small's (Radford et al., 2019, Language Models are Unsupervised
 Multitask Learners): 12 layers, 12 heads, 768 wide, 1,024 learned positions, a
@@ -25,6 +30,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from graders.reference.attention import attend, attend_fused, head_size, merge_heads, split_heads
+
 LayerCache = tuple[torch.Tensor, torch.Tensor]  # k, v: each (B, n_head, t, hd)
 
 
@@ -38,12 +45,11 @@ class GPT2Config:
     layer_norm_eps: float = 1e-5
 
     def __post_init__(self) -> None:
-        if self.n_embd % self.n_head:
-            raise ValueError(f"n_embd={self.n_embd} is not a multiple of n_head={self.n_head}")
+        head_size(self.n_embd, self.n_head, "n_head")  # ValueError naming both when it does not divide
 
     @property
     def head_dim(self) -> int:
-        return self.n_embd // self.n_head
+        return head_size(self.n_embd, self.n_head, "n_head")
 
     def kv_bytes_per_token(self, bytes_per_element: int = 4) -> int:
         """2 (k and v) x layers x heads x head size x bytes: 72 KiB for GPT-2 small in fp32."""
@@ -73,37 +79,15 @@ class CausalSelfAttention(nn.Module):
         self, x: torch.Tensor, past: LayerCache | None = None, *, fused: bool = True
     ) -> tuple[torch.Tensor, LayerCache]:
         """x (B, T, d) are the next T tokens after the t_past in `past`; returns y (B, T, d) and the cache."""
-        B, T, d = x.shape
-        hd = d // self.n_head
+        d = x.shape[-1]
         q, k, v = self.c_attn(x).split(d, dim=-1)  # each (B, T, d)
-        q = q.view(B, T, self.n_head, hd).transpose(1, 2)  # (B, H, T, hd)
-        k = k.view(B, T, self.n_head, hd).transpose(1, 2)  # (B, H, T, hd)
-        v = v.view(B, T, self.n_head, hd).transpose(1, 2)  # (B, H, T, hd)
-        t_past = 0
+        q, k, v = (split_heads(t, self.n_head) for t in (q, k, v))  # each (B, H, T, hd)
         if past is not None:
-            t_past = past[0].shape[-2]
             k = torch.cat([past[0], k], dim=-2)  # (B, H, t_past + T, hd)
             v = torch.cat([past[1], v], dim=-2)  # (B, H, t_past + T, hd)
-        y = _attend(q, k, v, t_past, fused=fused)  # (B, H, T, hd)
-        y = y.transpose(1, 2).reshape(B, T, d)  # (B, T, d), heads merged in order
-        return self.c_proj(y), (k, v)
-
-
-def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, t_past: int, *, fused: bool) -> torch.Tensor:
-    """Causal attention of T new queries (positions t_past..) over S = t_past + T keys."""
-    T, S = q.shape[-2], k.shape[-2]
-    if fused:
-        if T == 1:  # one new query sees every cached key: no mask at all
-            return F.scaled_dot_product_attention(q, k, v)
-        if t_past == 0:
-            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    # Query i sits at position t_past + i and sees keys 0..t_past + i.
-    visible = torch.ones(T, S, dtype=torch.bool, device=q.device).tril(diagonal=t_past)  # (T, S)
-    if fused:
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=visible)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, T, S)
-    scores = scores.masked_fill(~visible, float("-inf"))
-    return F.softmax(scores, dim=-1) @ v  # (B, H, T, hd)
+        # Query i sits at position t_past + i and sees keys 0..t_past + i (attention.causal_mask).
+        y = (attend_fused if fused else attend)(q, k, v)  # (B, H, T, hd)
+        return self.c_proj(merge_heads(y)), (k, v)  # (B, T, d), heads merged in order
 
 
 class MLP(nn.Module):

@@ -3,7 +3,7 @@
 How a submission is run
 -----------------------
 The grader (graders/runner.py, in the web or worker process) holds the check and the
-reference. It asks a fork server (graders/sandbox/forkserver.py: a warm Python that has
+reference. It asks a fork server (graders/sandbox/forkserver/__main__.py: a warm Python that has
 imported torch and numpy and nothing of ours but this package) for a child per submission
 (forked and fully isolated ahead of time as a spare, used once, or forked on demand),
 then drives that child over a socket with fresh random inputs; every result comes back as

@@ -2,8 +2,8 @@
 
 `ForkServerClient` starts `python -m graders.sandbox.forkserver` lazily (scrubbed environment,
 one torch thread, a private 0700 folder holding the control socket), restarts it if it
-died, and hands out `SandboxSession`s: one forked, isolated child per submission, driven
-through the Session protocol of graders/sandbox/protocol.py. Several grading threads may
+died, and hands out `SandboxLink`s: one forked, isolated child per submission, driven
+through the SubmissionLink protocol of graders/sandbox/protocol.py. Several grading threads may
 share one client; each session has its own connection and child, and at most
 `worker_slots` children run at once. The session itself, and how it reads what a child
 sends, is graders/sandbox/submission_process.py: by the time `close()` returns the child is
@@ -31,13 +31,13 @@ from typing import Any
 
 import graders
 from graders.limits import Limits
-from graders.sandbox.submission_process import SandboxError, SandboxSession
+from graders.sandbox.submission_process import SandboxError, SandboxLink
 
 __all__ = [
     "PROJECT_ROOT",
     "ForkServerClient",
     "SandboxError",
-    "SandboxSession",
+    "SandboxLink",
     "describe_isolation",
     "shared_client",
     "shutdown_shared",
@@ -268,7 +268,7 @@ class ForkServerClient:
             reply: dict[str, Any] = json.loads(conn.recv(1 << 16))
         return reply
 
-    def open(self, limits: Limits | None = None) -> SandboxSession:
+    def open(self, limits: Limits | None = None) -> SandboxLink:
         """A fresh child for one submission. Waits for a free worker slot; the wall clock starts after."""
         limits = limits or Limits()
         self._slots.acquire()
@@ -292,7 +292,7 @@ class ForkServerClient:
             raise
         sock = socket.socket(fileno=fds[0])
         deadline = time.monotonic() + limits.wall_seconds
-        return SandboxSession(
+        return SandboxLink(
             conn,
             sock,
             fds[1],

@@ -1,4 +1,4 @@
-"""An in-process Session with the same copy semantics as the sandbox, for unit tests.
+"""An in-process SubmissionLink with the same copy semantics as the sandbox, for unit tests.
 
 It isolates NOTHING: the submission runs in the caller's interpreter. It exists so
 the checks can be tested quickly against known-good and known-bad code; real
@@ -41,7 +41,7 @@ def _to_wire(value: Any, objects: dict[int, Any]) -> Any:
     raise TypeError(f"cannot send {type(value).__name__} to a submission")
 
 
-class InProcessSession:
+class InProcessLink:
     def __init__(self, code: str, filename: str = "submission.py") -> None:
         self._objects: dict[int, Any] = {}
         self._out = io.StringIO()

@@ -14,7 +14,7 @@ the grader, a process the submission never runs in:
 - `cpu_seconds(pid)`: user + system CPU time of the process (utime and stime of
   /proc/<pid>/stat), for rules about work done (multiply-adds show as CPU time).
 - `PeakWatch`: the peak over a stretch of calls, above a floor the check chose, e.g. the
-  process's resident memory before the submission's code was loaded (`SandboxSession.unloaded_rss`):
+  process's resident memory before the submission's code was loaded (`SandboxLink.unloaded_rss`):
 
       with PeakWatch(session.pid, floor=session.unloaded_rss) as watch:
           session.call("tiled_attention", q, k, v, 64)

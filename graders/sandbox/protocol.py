@@ -1,15 +1,15 @@
-"""The protocol a challenge's checks drive a submission through (the `Session` protocol).
+"""The protocol a challenge's checks drive a submission through (the `SubmissionLink` protocol).
 
-A check never touches the submission's objects directly. It talks to a *session*:
-every argument crosses the boundary as data (tensors, arrays, numbers, strings and
-containers of them) and every result comes back as data the grader decodes itself.
-Objects that are not plain data (a module instance, a cache object, a dict the
-check wants to keep on the other side) stay in the submission's process and come
-back as a `Handle` the check can pass back in later calls.
+A check never touches the submission's objects directly. It talks to a *link* (a
+`SubmissionLink`, named apart from the database session): every argument crosses the boundary
+as data (tensors, arrays, numbers, strings and containers of them) and every result comes back
+as data the grader decodes itself. Objects that are not plain data (a module instance, a cache
+object, a dict the check wants to keep on the other side) stay in the submission's process and
+come back as a `Handle` the check can pass back in later calls.
 
 Two backends implement it:
-- `graders.sandbox.submission_process.SandboxSession` (the real one): a forked, isolated child
-  of the fork server (graders/sandbox/forkserver.py).
+- `graders.sandbox.submission_process.SandboxLink` (the real one): a forked, isolated child
+  of the fork server (graders/sandbox/forkserver/__main__.py).
 - `graders.sandbox.inprocess`: the same semantics in the test process, for unit
   tests of the checks only. It isolates nothing and is never used to grade.
 """
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 if TYPE_CHECKING:
     from graders.sandbox.outside import PeakWatch
 
-Keep = bool | Literal["both"]  # Session.call: send the result, keep it (a Handle), or both
+Keep = bool | Literal["both"]  # SubmissionLink.call: send the result, keep it (a Handle), or both
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class LimitExceeded(Exception):
 
 
 class Pending:
-    """The answer to a call sent later (`Session.call_later`): `value()` has it once it is in.
+    """The answer to a call sent later (`SubmissionLink.call_later`): `value()` has it once it is in.
 
     `value()` returns what `call` would have returned, or raises what it would have raised; a
     call queued after one that raised was never made and raises that same exception.
@@ -120,7 +120,7 @@ def storages_reply(value: Any) -> list[tuple[int, int]]:
     raise SubmissionError("RuntimeError", "the storages reply was tampered with")
 
 
-class Session(Protocol):
+class SubmissionLink(Protocol):
     def has(self, name: str) -> bool:
         """True when the submission's module defines `name` at top level."""
 

@@ -1,4 +1,4 @@
-"""What runs inside a submission's process once it is isolated: load the code, serve the Session.
+"""What runs inside a submission's process once it is isolated: load the code, serve the SubmissionLink.
 
 Requests come from the grader over the child's socket (graders/sandbox/wire.py frames):
 

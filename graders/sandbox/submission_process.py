@@ -1,7 +1,7 @@
-"""One submission's process, seen from the grader: `SandboxSession`, the real Session backend.
+"""One submission's process, seen from the grader: `SandboxLink`, the real SubmissionLink backend.
 
-A session owns the grader's end of one child's socket (graders/sandbox/server_loop.py forked
-it, graders/sandbox/client.py asked for it) and drives it through the Session protocol of
+A link owns the grader's end of one child's socket (graders/sandbox/forkserver/server.py forked
+it, graders/sandbox/client.py asked for it) and drives it through the SubmissionLink protocol of
 graders/sandbox/protocol.py: every request is a wire frame (graders/sandbox/wire.py), and
 setitem and new_dict, whose only answer is "done", wait to go out with the next request, in
 one round trip. Nothing the child sends is trusted: a broken frame, an early exit, a blocked
@@ -54,8 +54,8 @@ class SandboxError(Exception):
     """The sandbox itself failed (could not start, could not fork): not the submission's fault."""
 
 
-class SandboxSession:
-    """One submission's process, seen from the grader. Implements the Session protocol."""
+class SandboxLink:
+    """One submission's process, seen from the grader. Implements the SubmissionLink protocol."""
 
     def __init__(
         self,
@@ -219,7 +219,7 @@ class SandboxSession:
                     pass
             self._release()
 
-    def __enter__(self) -> SandboxSession:
+    def __enter__(self) -> SandboxLink:
         return self
 
     def __exit__(self, *exc: object) -> None:

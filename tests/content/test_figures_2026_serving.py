@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from app.content import figures_2026_serving as fs
-from app.content.figures import LLAMA31_70B, compute_figures
+from app.content.figures import compute_figures
 from app.content.hardware import H100_SXM, H200_SXM
+from app.content.shapes import LLAMA31_70B
 
 FIGURES = compute_figures()
 

@@ -7,19 +7,10 @@ import sys
 
 import pytest
 
-from app.content.figures import (
-    DEEPSEEK_V3,
-    GEMMA2_9B,
-    GPT2_SMALL,
-    LLAMA3_8B,
-    LLAMA31_405B,
-    QWEN25_7B,
-    compute_figures,
-    gpt2_small_params,
-    naive_vs_cached_work,
-)
+from app.content.figures import compute_figures, gpt2_small_params, naive_vs_cached_work
 from app.content.figures_hardware import attention_prefill_flops, prefill_flops
 from app.content.hardware import GPUS
+from app.content.shapes import DEEPSEEK_V3, GEMMA2_9B, GPT2_SMALL, LLAMA3_8B, LLAMA31_405B, QWEN25_7B
 
 FIGURES = compute_figures()
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.content import figures_kernels as fk
-from app.content.figures import LLAMA3_8B
+from app.content.shapes import LLAMA3_8B
 
 F = fk.figures()
 

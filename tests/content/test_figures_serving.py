@@ -8,7 +8,7 @@ import math
 import pytest
 
 from app.content import figures_serving as fs
-from app.content.figures import LATER_MODELS
+from app.content.shapes import LATER_MODELS
 
 FIG = fs.figures()
 

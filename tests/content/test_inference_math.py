@@ -136,3 +136,33 @@ def test_expected_experts_touched() -> None:
 def test_ring_allreduce_bytes_per_gpu() -> None:
     assert im.ring_allreduce_bytes_per_gpu(16384, 8) == pytest.approx(28672)
     assert im.ring_allreduce_bytes_per_gpu(1000, 2) == pytest.approx(1000)
+
+
+def test_acceptance_rate_is_the_overlap_of_the_two_distributions() -> None:
+    assert im.acceptance_rate((0.5, 0.3, 0.2), (0.2, 0.6, 0.2)) == pytest.approx(0.7)
+    assert im.acceptance_rate((0.5, 0.5), (0.5, 0.5)) == pytest.approx(1.0)
+    assert im.acceptance_rate((1.0, 0.0), (0.0, 1.0)) == 0
+    with pytest.raises(ValueError):
+        im.acceptance_rate((0.5, 0.5), (1.0,))
+
+
+def test_moe_params_count_every_expert_in_total_and_top_k_as_active() -> None:
+    # Two layers, 10 attention and 1 router parameters each, four experts of 100, 7 embedding.
+    shape = {"layers": 2, "attention_params": 10, "expert_params": 100, "router_params": 1}
+    total, active = im.moe_params(**shape, embedding_params=7, experts=4, top_k=1)
+    assert total == 2 * (10 + 1 + 4 * 100) + 7
+    assert active == 2 * (10 + 1 + 1 * 100) + 7
+    # Mixtral-8x7B (config.json: 32 layers, hidden 4096, 8 KV heads of 128, MLP 14336, vocab
+    # 32000): Mistral AI's 46.7B total and 12.9B per token.
+    d, layers = 4096, 32
+    attention = 2 * d * d + 2 * d * 8 * 128 + 2 * d  # q, o, k, v and two norms
+    total, active = im.moe_params(
+        layers=layers,
+        attention_params=attention,
+        expert_params=3 * d * 14336,
+        router_params=d * 8,
+        embedding_params=2 * 32000 * d + d,
+        experts=8,
+        top_k=2,
+    )
+    assert round(total / 1e9, 1) == 46.7 and round(active / 1e9, 1) == 12.9

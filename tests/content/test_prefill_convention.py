@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.content.figures import LLAMA3_8B, PREFILL_CONVENTION, PREFILL_FIGURE_PREFIXES, compute_figures
+from app.content.figures import PREFILL_CONVENTION, PREFILL_FIGURE_PREFIXES, compute_figures
 from app.content.loader import load_bank
+from app.content.shapes import LLAMA3_8B
 
 BANK = load_bank(Path(__file__).resolve().parents[2] / "questions")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from graders.checks import load_check
-from graders.sandbox.inprocess import InProcessSession
+from graders.sandbox.inprocess import InProcessLink
 from graders.sandbox.protocol import LoadError
 from tests.graders.golden import Case, golden_cases
 
@@ -21,7 +21,7 @@ def test_golden_case_in_process(case: Case) -> None:
         pytest.skip("measured from outside the submission's process: the sandbox harness judges it")
     check = load_check(case.slug)
     try:
-        session = InProcessSession(case.path.read_text(), filename=case.path.name)
+        session = InProcessLink(case.path.read_text(), filename=case.path.name)
     except LoadError:
         assert expect == "error"
         return

@@ -8,8 +8,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.content import inference_math as im
-from app.content.figures import LLAMA2_7B, LLAMA3_8B, MODELS, compute_figures
+from app.content.figures import compute_figures
 from app.content.hardware import A100_80GB, H100_SXM
+from app.content.shapes import LLAMA2_7B, LLAMA3_8B, MODELS
 from app.services.calculator import CalcError, CalcInput, calculate, model_params, preset_for_figures
 
 FIGURES = compute_figures()

@@ -152,6 +152,7 @@ def test_verdicts_feed_spaced_repetition(grading_client: TestClient, db_url: str
     assert concept_cards and concept_cards <= reviewed <= progress
 
 
+@pytest.mark.sandbox
 def test_grading_through_redis(db_url: str) -> None:
     """With REDIS_URL the same task goes through Redis, as `kvprep worker` machines would share it."""
     import secrets

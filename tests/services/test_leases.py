@@ -54,6 +54,7 @@ def expire_lease(db: Session, submission_id: str) -> None:
     db.commit()
 
 
+@pytest.mark.sandbox
 def test_a_submission_graded_twice_is_recorded_once(db: Session, settings: Settings) -> None:
     engine = cast(Engine, db.get_bind())
     submission_id = stored_submission(db, settings)
@@ -140,6 +141,7 @@ class LockedDatabase:
         assert self.held.wait(10)
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def test_a_verdict_waits_out_a_database_lock_longer_than_the_busy_timeout(
     db: Session, db_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
@@ -169,6 +171,7 @@ def test_a_verdict_waits_out_a_database_lock_longer_than_the_busy_timeout(
     engine.dispose()
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def test_a_lock_outlasting_the_retries_is_recovered_by_the_lease_without_a_restart(
     db: Session, db_url: str, monkeypatch: pytest.MonkeyPatch

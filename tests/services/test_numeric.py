@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from app.content.figures import GPU_80GB_BYTES, LLAMA3_8B, MODELS, compute_figures
+from app.content.figures import compute_figures
+from app.content.shapes import GPU_80GB_BYTES, LLAMA3_8B, MODELS
 from app.services import numeric
 
 SEEDS = range(40)

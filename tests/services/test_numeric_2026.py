@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from app.content.figures import LATER_MODELS, LLAMA3_8B
+from app.content.shapes import LATER_MODELS, LLAMA3_8B
 from app.services import numeric
 
 SEEDS = range(200)

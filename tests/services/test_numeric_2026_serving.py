@@ -9,7 +9,8 @@ import re
 
 import pytest
 
-from app.content.figures import LATER_MODELS, LLAMA2_7B, LLAMA3_8B, compute_figures
+from app.content.figures import compute_figures
+from app.content.shapes import LATER_MODELS, LLAMA2_7B, LLAMA3_8B
 from app.services import numeric
 
 SEEDS = range(200)

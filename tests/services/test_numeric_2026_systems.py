@@ -10,7 +10,8 @@ import re
 
 import pytest
 
-from app.content.figures import LATER_MODELS, LLAMA3_8B, ModelShape, compute_figures
+from app.content.figures import compute_figures
+from app.content.shapes import LATER_MODELS, LLAMA3_8B, ModelShape
 from app.services import numeric
 
 SEEDS = range(200)

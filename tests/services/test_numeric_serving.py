@@ -8,8 +8,9 @@ import re
 import pytest
 
 from app.content import inference_math as im
-from app.content.figures import DEEPSEEK_V3, LATER_MODELS, LLAMA2_7B, compute_figures
+from app.content.figures import compute_figures
 from app.content.hardware import A100_80GB, H100_SXM, H200_SXM
+from app.content.shapes import DEEPSEEK_V3, LATER_MODELS, LLAMA2_7B
 from app.services import numeric
 
 NEW_KINDS = (

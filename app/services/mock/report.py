@@ -299,7 +299,7 @@ def _review_links(card_items: list[ItemReport], coding: list[ItemReport]) -> lis
                     "; ".join(reasons).capitalize(),
                     r.rating,
                     r.due_after,
-                )  # fmt: skip
+                )
             )
     for r in coding:
         assert r.challenge is not None

@@ -38,9 +38,14 @@ def record_challenge_result(
     cards = session.exec(live_cards(list(topics))).all()
     if passed:
         review_cards(
-            session=session, user=user, card_ids=[card.id for card in cards], rating=Rating.Good,
-            source="challenge", settings=settings, now=now,
-        )  # fmt: skip
+            session=session,
+            user=user,
+            card_ids=[card.id for card in cards],
+            rating=Rating.Good,
+            source="challenge",
+            settings=settings,
+            now=now,
+        )
         session.commit()
         return len(cards)
     for card in cards:

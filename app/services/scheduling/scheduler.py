@@ -141,9 +141,15 @@ def review_card(
 ) -> CardProgress:
     """Rate one card: FSRS moves its due date; the review is logged. The caller commits."""
     return review_cards(
-        session=session, user=user, card_ids=[card_id], rating=rating, source=source,
-        settings=settings, now=now, quiz_item_id=quiz_item_id,
-    )[0]  # fmt: skip
+        session=session,
+        user=user,
+        card_ids=[card_id],
+        rating=rating,
+        source=source,
+        settings=settings,
+        now=now,
+        quiz_item_id=quiz_item_id,
+    )[0]
 
 
 def review_cards(

@@ -14,7 +14,7 @@ import yaml
 
 from graders.checks import CHALLENGE_MODULES
 from graders.checks.report import CheckReport, close
-from graders.sandbox.inprocess import InProcessSession
+from graders.sandbox.inprocess import InProcessLink
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -27,8 +27,8 @@ def cases_dir(slug: str) -> Path:
     return ROOT / "tests" / "graders" / "cases" / slug
 
 
-def run(check: ModuleType, code: str, seed: int | None = None) -> tuple[CheckReport, InProcessSession]:
-    session = InProcessSession(code)
+def run(check: ModuleType, code: str, seed: int | None = None) -> tuple[CheckReport, InProcessLink]:
+    session = InProcessLink(code)
     return check.run(session, seed=seed), session
 
 

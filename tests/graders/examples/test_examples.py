@@ -13,7 +13,7 @@ import pytest
 from graders.checks import CHALLENGE_MODULES, load_check
 from graders.examples import RUN_SPECS, InvalidRunInput, spec_for
 from graders.examples.run import run_cases
-from graders.sandbox.inprocess import InProcessSession
+from graders.sandbox.inprocess import InProcessLink
 
 ROOT = Path(__file__).resolve().parents[3]
 SLUGS = sorted(CHALLENGE_MODULES)
@@ -73,7 +73,7 @@ def code(slug: str, name: str) -> str:
 
 def run(slug: str, source: str, custom: dict[str, object] | None = None):  # type: ignore[no-untyped-def]
     spec = spec_for(slug)
-    return run_cases(spec, InProcessSession(source), spec.validate(custom) if custom is not None else None)
+    return run_cases(spec, InProcessLink(source), spec.validate(custom) if custom is not None else None)
 
 
 def test_every_challenge_has_a_run_spec_with_two_or_three_examples() -> None:
@@ -187,7 +187,7 @@ def test_the_run_shows_nothing_of_the_hidden_battery(slug: str) -> None:
     """No battery test name, and none of the battery's shapes lists, appear in what a Run shows."""
     spec = spec_for(slug)
     solution = code(slug, "solution")
-    battery = load_check(slug).run(InProcessSession(solution), seed=3)
+    battery = load_check(slug).run(InProcessLink(solution), seed=3)
     examples, custom = run(slug, solution, {})
     shown = json.dumps(
         {"spec": spec.to_json(), "cases": [c.to_json() for c in [*examples, custom] if c is not None]}

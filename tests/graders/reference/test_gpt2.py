@@ -83,3 +83,8 @@ def test_the_seed_is_honoured() -> None:
     a, b, c = GPT2(SMALL, seed=1), GPT2(SMALL, seed=1), GPT2(SMALL, seed=2)
     wa, wb, wc = (m.transformer.h[0].attn.c_attn.weight for m in (a, b, c))
     assert torch.equal(wa, wb) and not torch.equal(wa, wc)
+
+
+def test_a_width_the_heads_do_not_divide_is_refused_naming_both() -> None:
+    with pytest.raises(ValueError, match="d=50 is not a multiple of n_head=4"):
+        GPT2Config(n_layer=1, n_head=4, n_embd=50)

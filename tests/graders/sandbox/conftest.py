@@ -86,7 +86,7 @@ def nothing_left_running() -> Iterator[None]:
     """After every test, no process may still run as a sandbox uid (as root, the sandbox's uids).
 
     The only exception: the shared fork server's idle spares (at most one per worker slot),
-    which have run no submission's code (see graders/sandbox/forkserver.py).
+    which have run no submission's code (see graders/sandbox/forkserver/__main__.py).
     """
     yield
     if os.geteuid() != 0:

@@ -10,7 +10,7 @@ import torch
 
 from graders.limits import Limits
 from graders.sandbox.client import shared_client
-from graders.sandbox.inprocess import InProcessSession
+from graders.sandbox.inprocess import InProcessLink
 from graders.sandbox.protocol import SubmissionError, measured_reply, storages_reply
 
 SUBMISSION = """
@@ -39,7 +39,7 @@ def blocked_scores(q, k, block):
 @pytest.fixture(params=["inprocess", "sandbox"])
 def session(request: pytest.FixtureRequest) -> Iterator[Any]:
     if request.param == "inprocess":
-        yield InProcessSession(SUBMISSION)
+        yield InProcessLink(SUBMISSION)
         return
     session = shared_client().open(Limits())
     try:

@@ -137,7 +137,7 @@ def test_a_dead_spare_is_replaced(client: ForkServerClient) -> None:
 
 @AS_ROOT
 def test_spares_that_keep_dying_mean_forking_on_demand(client: ForkServerClient) -> None:
-    for _ in range(3):  # server_loop.MAX_SPARE_FAILURES
+    for _ in range(3):  # forkserver.server.MAX_SPARE_FAILURES
         (pid,) = wait_for_spares(client, 1)
         kill_and_wait(client, pid)
     time.sleep(0.2)

@@ -1,6 +1,6 @@
-"""Run cases of the function challenges: kv-cache-bytes, numpy-cached-generation,
-speculative-decoding and sampling. Each case calls the entry points once or twice and compares
-with the reference on the same inputs."""
+"""Run cases of the challenges whose entry points are plain functions: kv-cache-bytes,
+numpy-cached-generation, speculative-decoding and sampling. Each case calls the entry points
+once or twice and compares with the reference on the same inputs."""
 
 from __future__ import annotations
 
@@ -23,10 +23,10 @@ from graders.examples.spec import (
     randn,
 )
 from graders.reference import kv_memory, numpy_generation, sampling, speculative
-from graders.sandbox.protocol import Session
+from graders.sandbox.protocol import SubmissionLink
 
 
-def _bytes_case(session: Session, values: dict[str, Any]) -> list[Compared]:
+def _bytes_case(session: SubmissionLink, values: dict[str, Any]) -> list[Compared]:
     n_layers, n_heads, n_kv, hd = (
         values["n_layers"],
         values["n_heads"],
@@ -112,7 +112,7 @@ KV_CACHE_BYTES = RunSpec(
 )
 
 
-def _generation_case(session: Session, values: dict[str, Any]) -> list[Compared]:
+def _generation_case(session: SubmissionLink, values: dict[str, Any]) -> list[Compared]:
     rng = np.random.default_rng(values["seed"])
     params = numpy_generation.init_params(rng, values["vocab"], values["d"])
     prompt = [int(t) for t in rng.integers(0, values["vocab"], values["prompt"])]
@@ -165,7 +165,7 @@ NUMPY_CACHED_GENERATION = RunSpec(
 )
 
 
-def _speculative_case(session: Session, values: dict[str, Any]) -> list[Compared]:
+def _speculative_case(session: SubmissionLink, values: dict[str, Any]) -> list[Compared]:
     gamma, V, agreement = values["gamma"], values["vocab"], values["agreement"]
     gen = generator(values["seed"])
     p_logits = randn(gen, gamma + 1, V, scale=2.0)
@@ -214,7 +214,7 @@ SPECULATIVE_DECODING = RunSpec(
 )
 
 
-def _sampling_case(session: Session, values: dict[str, Any]) -> list[Compared]:
+def _sampling_case(session: SubmissionLink, values: dict[str, Any]) -> list[Compared]:
     gen = generator(values["seed"])
     logits = randn(gen, values["batch"], values["vocab"], scale=2.0)
     u = torch.rand(values["batch"], generator=gen)

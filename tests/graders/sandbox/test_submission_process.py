@@ -11,7 +11,7 @@ import torch
 
 from graders.limits import Limits
 from graders.sandbox.client import shared_client
-from graders.sandbox.inprocess import InProcessSession
+from graders.sandbox.inprocess import InProcessLink
 from graders.sandbox.protocol import Handle, LimitExceeded, LoadError, SubmissionError
 
 SUBMISSION = """
@@ -98,7 +98,7 @@ def same(a: Any, b: Any) -> bool:
 @pytest.fixture(params=["inprocess", "sandbox"])
 def session(request: pytest.FixtureRequest) -> Iterator[Any]:
     if request.param == "inprocess":
-        yield InProcessSession(SUBMISSION)
+        yield InProcessLink(SUBMISSION)
         return
     session = shared_client().open(Limits())
     try:
@@ -190,7 +190,7 @@ def test_output_is_captured(session: Any) -> None:
 )
 def test_load_errors_name_the_problem_and_line(code: str) -> None:
     with pytest.raises(LoadError) as inproc:
-        InProcessSession(code)
+        InProcessLink(code)
     session = shared_client().open(Limits())
     try:
         with pytest.raises(LoadError) as sandboxed:

@@ -35,7 +35,7 @@ whose PID 1 it is), so that it may create namespaces for its children; as root i
 not need to. See graders/sandbox/__init__.py for what all this protects against.
 
 This module is the start-up (arguments, the user namespace, imports and warm-up, the
-interpreter's scrubbing, the layer probe); the loop of step 2-4 is graders/sandbox/server_loop.py
+interpreter's scrubbing, the layer probe); the loop of step 2-4 is graders/sandbox/forkserver/server.py
 and what a child does once forked is graders/sandbox/child_side.py.
 """
 
@@ -53,8 +53,8 @@ import traceback
 from graders.sandbox import isolation as iso
 from graders.sandbox import uid_ranges
 from graders.sandbox.child_side import warm_up_torch
+from graders.sandbox.forkserver.server import DEFAULT_LIMITS, ForkServer
 from graders.sandbox.isolation import LayerStatus, Plan
-from graders.sandbox.server_loop import DEFAULT_LIMITS, ForkServer
 
 CHILD_ENV_KEEP = ("LANG", "LC_ALL")
 PREIMPORT = (

@@ -1,7 +1,7 @@
 """The fork server's loop: fork isolated children, hand them to graders, kill and reap them.
 
 `ForkServer` serves grader connections on a unix SOCK_SEQPACKET socket (the protocol is in
-graders/sandbox/forkserver.py's docstring), keeps spares forked and isolated ahead of the
+graders/sandbox/forkserver/__main__.py's docstring), keeps spares forked and isolated ahead of the
 requests that take them, enforces its own backstop on every child's wall clock, and reaps
 every child (and, without a PID namespace, whatever they re-parented to it). What a child
 does once forked is graders/sandbox/child_side.py.
