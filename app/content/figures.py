@@ -125,6 +125,7 @@ PREFILL_FIGURE_PREFIXES = (
     "prefix_prefill_",
     "sched_recompute_ms_",
     "serving_qwen_prefill_",
+    "thin_bw_prefill_",
 )
 
 
@@ -237,6 +238,7 @@ def compute_figures() -> dict[str, str]:
     # Imported here: the area modules import ModelShape and the models from this module.
     from app.content import (
         figures_2026,
+        figures_2026_thin,
         figures_hardware,
         figures_kernels,
         figures_models,
@@ -245,7 +247,7 @@ def compute_figures() -> dict[str, str]:
 
     merged = _model_figures()
     areas = (figures_hardware, figures_models, figures_serving, figures_kernels)
-    for area in (*areas, figures_2026):
+    for area in (*areas, figures_2026, figures_2026_thin):
         for name, text in area.figures().items():
             if name in merged:
                 raise ValueError(f"figure {name!r} is defined twice ({area.__name__})")
