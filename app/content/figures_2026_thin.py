@@ -155,6 +155,8 @@ def _moe() -> dict[str, str]:
     f["thin_moe_mixtral_offload_gb_per_token"] = f"{per_token / 1e9:.1f} GB"
     f["thin_moe_mixtral_offload_s_per_token"] = f"{per_token / PCIE5_X16_BYTES_PER_S:.2f} s"
     f["thin_moe_mixtral_offload_ms_per_token_int4"] = f"{per_token / 4 / PCIE5_X16_BYTES_PER_S * 1e3:.0f} ms"
+    f["thin_moe_pcie_per_direction"] = f"{PCIE5_X16_BYTES_PER_S / 1e9:.0f} GB/s"
+    f["thin_moe_hbm_vs_pcie"] = f"{H100_SXM.hbm_bytes_per_s / PCIE5_X16_BYTES_PER_S:.0f}x"
     f["thin_moe_mixtral_hbm_ms_per_token"] = f"{per_token / H100_SXM.hbm_bytes_per_s * 1e3:.2f} ms"
     return f
 
