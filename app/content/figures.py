@@ -15,6 +15,7 @@ from app.content import (
     figures_2026,
     figures_2026_serving,
     figures_2026_systems,
+    figures_2026_thin,
     figures_hardware,
     figures_kernels,
     figures_models,
@@ -70,6 +71,7 @@ PREFILL_FIGURE_PREFIXES = (
     "design_offline_prefill_",
     "design_agent_cold_",
     "design_agent_warm_",
+    "thin_bw_prefill_",
 )
 
 
@@ -120,7 +122,7 @@ def compute_figures() -> dict[str, str]:
     """name -> the exact text a card must print for that figure (every area's, merged)."""
     merged = _model_figures()
     areas = (figures_hardware, figures_models, figures_serving, figures_kernels)
-    for area in (*areas, figures_2026, figures_2026_systems, figures_2026_serving):
+    for area in (*areas, figures_2026, figures_2026_systems, figures_2026_serving, figures_2026_thin):
         for name, text in area.figures().items():
             if name in merged:
                 raise ValueError(f"figure {name!r} is defined twice ({area.__name__})")

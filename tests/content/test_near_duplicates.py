@@ -1,10 +1,34 @@
-"""No two live cards ask nearly the same question (the offline matcher's embeddings, over question texts).
+"""No two live cards ask the same question: two measures, each tried against the groups the review found.
 
-WordLlama (app/services/key_point_matcher.py) embeds each live card's `## Question`; a pair whose
-cosine similarity reaches THRESHOLD is a repeat. Today's most similar live pair, two cards that
-count a cache's savings on different prompts, scores 0.79; a light rewording of a card scores
-about 0.88; so 0.83 separates related questions from a repeated one. A new card that repeats an
-old one should instead supersede it (`superseded_by:` on the retired card).
+1. Question text (WordLlama, app/services/key_point_matcher.py): a pair of live `## Question`s whose
+   cosine similarity reaches THRESHOLD is a reworded copy.
+2. Worked figures: a pair of live cards that declare SHARED_FIGURES or more of the same computed
+   figures (front-matter `figures:` names) works one problem twice.
+
+Why two, and why these values (measured on the bank of 2026-12-02, before the retirements, each of
+the review's repeats taken as the retired card against the card it was retired into):
+
+- No threshold on an embedding separates the review's groups from distinct cards. Over question
+  texts the nine retired-vs-kept pairs score 0.34-0.56 with WordLlama while distinct live pairs
+  reach 0.79 (at 0.50, 5 of the 9 are flagged and so are 207 distinct pairs of 8,515). Embedding
+  the key points instead, or question and key points together, moves both sides up: the pairs
+  score 0.62-0.84, distinct pairs up to 0.85 (at 0.70, 7 of 9 flagged with 146 distinct pairs).
+  all-MiniLM-L6-v2 (the bench's other matcher) does no better: question texts 0.31-0.65 against
+  0.81, key points 0.59-0.82 against 0.83. A hand-written TF-IDF over words and bigrams puts the
+  pairs at 0.00-0.47 and distinct pairs (sampling cards that share one logit vector) at 0.64.
+  The review's repeats ask one question in different words (a mask offset, a position offset and a
+  cached-vs-full test are one bug hunt); cards on one topic share their words without repeating.
+  So the embedding measure only catches rewordings: a reworded copy scores about 0.88 and the
+  closest distinct live pair 0.79, and 0.83 sits between them.
+- The numeric repeats do show in the figures: the 70B shape at 4k (seventy-b-8000-tokens against
+  gqa-cache-for-a-70b-model) shares five computed figures, and so did two statements of the
+  batch-1 decode floor (prefill-and-time-to-first-token against tokens-per-second-7b-h100, now
+  trimmed to a link). Live pairs that legitimately reuse a step (the per-token cache, the weight
+  bytes, one derived bound) share at most three: four or more is the same chain of arithmetic,
+  and the card should link to the other instead.
+- The conceptual groups (the long prompt arriving mid-decode, the identical-prefix rule, the bug
+  hunt) are caught by neither; they are retired by hand with `superseded_by:`, and the last test
+  holds each retired card's successor live.
 """
 
 from __future__ import annotations
@@ -15,10 +39,13 @@ import numpy as np
 import pytest
 
 from app.content.loader import load_bank
+from app.content.schema import Card
 from app.services.key_point_matcher import WordLlamaEmbedder
 
 THRESHOLD = 0.83
+SHARED_FIGURES = 4
 BANK = load_bank(Path(__file__).resolve().parents[2] / "questions")
+BY_ID = {c.id: c for c in BANK.cards}
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +68,17 @@ def near_duplicates(embedder: WordLlamaEmbedder, questions: dict[str, str]) -> l
         for b in range(a + 1, len(ids))
         if sims[a, b] >= THRESHOLD
     ]
+    return sorted(pairs, reverse=True)
+
+
+def shared_worked_figures(cards: list[Card]) -> list[tuple[int, str, str]]:
+    """(count, id, id) for every pair of cards declaring SHARED_FIGURES or more of the same figures."""
+    pairs = []
+    for i, a in enumerate(cards):
+        for b in cards[i + 1 :]:
+            common = len(set(a.figures) & set(b.figures))
+            if common >= SHARED_FIGURES:
+                pairs.append((common, a.id, b.id))
     return sorted(pairs, reverse=True)
 
 
@@ -73,3 +111,26 @@ def test_a_distinct_question_on_the_same_topic_is_not_flagged(embedder: WordLlam
         "tokens, even at batch 1?"
     )
     assert not near_duplicates(embedder, live)
+
+
+def test_no_two_live_cards_work_the_same_figures() -> None:
+    found = shared_worked_figures(BANK.live_cards)
+    message = "cards that work one problem twice (link to one, retire or trim the other): "
+    assert not found, message + "; ".join(f"{a} ~ {b} ({n} figures)" for n, a, b in found)
+
+
+def test_the_retired_70b_card_would_be_flagged_by_its_figures() -> None:
+    """The review's "70B shape at 4k" repeat, kept on disk as a retired card, is what the figure
+    measure exists to catch: put back among the live cards, it is flagged against its successor."""
+    retired = BY_ID["seventy-b-8000-tokens"]
+    assert retired.superseded_by == "gqa-cache-for-a-70b-model"
+    found = {(a, b) for _, a, b in shared_worked_figures([*BANK.live_cards, retired])}
+    assert found == {("gqa-cache-for-a-70b-model", "seventy-b-8000-tokens")}
+
+
+def test_every_retired_card_points_at_a_live_card_of_the_bank() -> None:
+    live = {c.id for c in BANK.live_cards}
+    retired = [c for c in BANK.cards if c.superseded_by is not None]
+    assert len(retired) >= 9  # the review's groups, one retired card per repeat
+    for card in retired:
+        assert card.superseded_by in live, card.id

@@ -85,7 +85,7 @@ def test_the_uptraining_card_is_never_a_memory_problem(db: Session, settings: Se
         ("gqa-cache-for-a-70b-model", "recall"),
         ("how-rope-works", "choice"),
         ("uptraining-mha-to-gqa", "recall"),  # was ("uptraining-mha-to-gqa", "numeric")
-        ("rope-offset-bug-in-decoding", "recall"),
+        ("rope-with-streaming-positions", "recall"),  # rope-offset-bug-in-decoding is retired
     ]
     # With a card that fits after the opener, the interview still has its numeric problem.
     by_id = {c.id: c for c in live(db)}
