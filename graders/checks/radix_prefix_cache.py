@@ -30,7 +30,7 @@ from graders.checks.radix_prefix_cache_script import (
 from graders.checks.radix_prefix_cache_variants import Slip, mistake_sentence
 from graders.checks.report import CheckReport, Mismatch, run_test
 from graders.checks.serving_common import Rng, figure_test
-from graders.sandbox.protocol import Session
+from graders.sandbox.protocol import SubmissionLink
 
 SLUG = "radix-prefix-cache"
 KNOWN_MISTAKES = tuple(mistake_sentence(s) for s in Slip)
@@ -168,7 +168,7 @@ def _test_figure(replayer: Replayer) -> str:
     return figures
 
 
-def run(session: Session, seed: int | None = None) -> CheckReport:
+def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     """The battery; `seed` makes a run reproducible (tests), None draws fresh scripts (grading)."""
     report = CheckReport()
     rng = Rng(seed)

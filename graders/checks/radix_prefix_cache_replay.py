@@ -27,7 +27,7 @@ from graders.checks.radix_prefix_cache_script import (
 from graders.checks.radix_prefix_cache_variants import REASONS, Slip, SlippedCache, mistake_sentence
 from graders.checks.report import CheckReport, Mismatch
 from graders.reference.prefix_cache import PrefixCache
-from graders.sandbox.protocol import Handle, Pending, Session, SubmissionError
+from graders.sandbox.protocol import Handle, Pending, SubmissionError, SubmissionLink
 from graders.wording import exception_text
 
 ENTRY_POINT = "PrefixCache"
@@ -69,7 +69,7 @@ def held(capacity: int, ops: Sequence[Op]) -> str:
 
 
 class Replayer:
-    def __init__(self, report: CheckReport, session: Session) -> None:
+    def __init__(self, report: CheckReport, session: SubmissionLink) -> None:
         self.report, self.session = report, session
         self.defined: bool | None = None  # asked once: each question is a round trip
 

@@ -14,7 +14,7 @@ from graders.checks.radix_prefix_cache_replay import Replayer, reference_trace
 from graders.checks.radix_prefix_cache_script import Op, random_script
 from graders.checks.report import CheckReport
 from graders.examples.spec import SEED, Compared, Example, Param, RunSpec
-from graders.sandbox.protocol import Session
+from graders.sandbox.protocol import SubmissionLink
 
 
 def row(seen: Any) -> str:
@@ -29,7 +29,7 @@ def script_for(values: dict[str, Any]) -> list[Op]:
     return random_script(random.Random(values["seed"]), n_ops=values["n_calls"])
 
 
-def _case(session: Session, values: dict[str, Any]) -> list[Compared]:
+def _case(session: SubmissionLink, values: dict[str, Any]) -> list[Compared]:
     capacity, ops = values["capacity"], script_for(values)
     got = Replayer(CheckReport(), session).submission_trace(capacity, ops)
     want = reference_trace(capacity, ops)

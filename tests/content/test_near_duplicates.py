@@ -71,11 +71,20 @@ def near_duplicates(embedder: WordLlamaEmbedder, questions: dict[str, str]) -> l
     return sorted(pairs, reverse=True)
 
 
+def builds_on(card: Card, other: Card) -> bool:
+    """Whether `card`'s question starts from `other`'s result and says so with a link to it: a
+    follow-on (a price list worked from a fleet plan) restates its inputs without repeating it."""
+    return f"(/cards/{other.id})" in card.question
+
+
 def shared_worked_figures(cards: list[Card]) -> list[tuple[int, str, str]]:
-    """(count, id, id) for every pair of cards declaring SHARED_FIGURES or more of the same figures."""
+    """(count, id, id) for every pair of cards declaring SHARED_FIGURES or more of the same figures,
+    unless one of the two links to the other from its question (builds_on)."""
     pairs = []
     for i, a in enumerate(cards):
         for b in cards[i + 1 :]:
+            if builds_on(a, b) or builds_on(b, a):
+                continue
             common = len(set(a.figures) & set(b.figures))
             if common >= SHARED_FIGURES:
                 pairs.append((common, a.id, b.id))
@@ -117,6 +126,18 @@ def test_no_two_live_cards_work_the_same_figures() -> None:
     found = shared_worked_figures(BANK.live_cards)
     message = "cards that work one problem twice (link to one, retire or trim the other): "
     assert not found, message + "; ".join(f"{a} ~ {b} ({n} figures)" for n, a, b in found)
+
+
+def test_a_follow_on_that_links_its_source_is_not_a_repeat() -> None:
+    """The price list restates the fleet plan's figures as its given and links that card; without
+    the link the same pair is flagged."""
+    fleet, price = BY_ID["gpus-from-qps-and-slos"], BY_ID["price-input-and-output-tokens"]
+    assert builds_on(price, fleet)
+    assert not shared_worked_figures([fleet, price])
+    unlinked = price.model_copy(
+        update={"question": price.question.replace("(/cards/gpus-from-qps-and-slos)", "")}
+    )
+    assert shared_worked_figures([fleet, unlinked]) == [(5, fleet.id, price.id)]
 
 
 def test_the_retired_70b_card_would_be_flagged_by_its_figures() -> None:
