@@ -111,12 +111,6 @@ class GuestPages:
     def __init__(self, cache: FragmentCache) -> None:
         self.cache = cache
 
-    @staticmethod
-    def applies(session: dict[str, object], signed_in: bool) -> bool:
-        from app.cookie_session import FLASH_KEY
-
-        return not signed_in and not session.get(FLASH_KEY)
-
     def get(self, key: tuple[object, ...], csrf: Callable[[], str]) -> bytes | None:
         page = self.cache.get(("page", *key))
         if not isinstance(page, bytes):

@@ -136,11 +136,11 @@ def test_bad_set_ups_and_a_second_running_interview_are_refused(db: Session, set
         ({"topics": ("no-such-topic",)}, "Unknown topic"),
         ({"difficulty": "trivial"}, "difficulty"),
     ]:
-        with pytest.raises(mocks.MockError, match=message) as info:
+        with pytest.raises(ServiceError, match=message) as info:
             start(db, settings, user, **spec)
         assert info.value.status == 422
     start(db, settings, user)
-    with pytest.raises(mocks.MockError, match="already have a mock interview running") as info:
+    with pytest.raises(ServiceError, match="already have a mock interview running") as info:
         start(db, settings, user)
     assert info.value.status == 409
     # Once the first one's deadline has passed it closes itself, and a new one may start.
@@ -157,7 +157,7 @@ def test_the_deadline_is_the_servers(db: Session, settings: Settings) -> None:
     mock = start(db, settings, user)
     one_second_left = mock.deadline - timedelta(seconds=1)
     mocks.answer(session=db, mock=mock, position=0, step="question", settings=settings, now=one_second_left)
-    with pytest.raises(mocks.MockError, match="Time is up") as info:
+    with pytest.raises(ServiceError, match="Time is up") as info:
         mocks.answer(
             session=db, mock=mock, position=0, step="follow_up", settings=settings,
             now=mock.deadline + timedelta(seconds=1), text="too late",
@@ -174,12 +174,12 @@ def test_flow_question_then_follow_up_then_the_next(db: Session, settings: Setti
     mock = start(db, settings, user, topics=("rope",))
     items = mocks.mock_items(session=db, mock=mock)
     assert mocks.phase(mocks.current_item(items)) == "question"
-    with pytest.raises(mocks.MockError, match="moved on"):  # the follow-up before the answer
+    with pytest.raises(ServiceError, match="moved on"):  # the follow-up before the answer
         mocks.answer(session=db, mock=mock, position=0, step="follow_up", settings=settings, now=NOW)
     mocks.answer(
         session=db, mock=mock, position=0, step="question", settings=settings, now=NOW, text="rotate"
     )
-    with pytest.raises(mocks.MockError, match="moved on"):  # a second tab answering again
+    with pytest.raises(ServiceError, match="moved on"):  # a second tab answering again
         mocks.answer(session=db, mock=mock, position=0, step="question", settings=settings, now=NOW, text="x")
     current = mocks.current_item(mocks.mock_items(session=db, mock=mock))
     assert current.position == 0 and mocks.phase(current) == "follow_up"
@@ -188,7 +188,7 @@ def test_flow_question_then_follow_up_then_the_next(db: Session, settings: Setti
     items = mocks.mock_items(session=db, mock=mock)
     assert items[0].done_at == later and items[1].asked_at == later
     assert mocks.current_item(items).position == 1
-    with pytest.raises(mocks.MockError, match="limited|under") as info:
+    with pytest.raises(ServiceError, match="limited|under") as info:
         mocks.answer(
             session=db, mock=mock, position=1, step="question", settings=settings, now=later,
             text="x" * (settings.mock_answer_max_chars + 1),
@@ -203,7 +203,7 @@ def test_the_interview_closes_when_everything_is_answered(db: Session, settings:
     answer_all(db, settings, mock, every=20)
     db.refresh(mock)
     assert mock.ended_by == "completed" and mock.ended_at == NOW + timedelta(seconds=20 * answered)
-    with pytest.raises(mocks.MockError, match="over"):
+    with pytest.raises(ServiceError, match="over"):
         mocks.finish(session=db, mock=mock, now=NOW + timedelta(minutes=2))
 
 
@@ -262,7 +262,7 @@ def test_matching_common_wrong_answers() -> None:
 def test_scoring_feeds_spaced_repetition_once(db: Session, settings: Settings) -> None:
     user = make_user(db, guest_token="g")
     mock = start(db, settings, user, topics=("rope", "flashattention"))
-    with pytest.raises(mocks.MockError, match="still running"):
+    with pytest.raises(ServiceError, match="still running"):
         mocks.score_mock(session=db, user=user, mock=mock, marks={}, settings=settings, now=NOW)
     items = mocks.mock_items(session=db, mock=mock)
     # Answer the first question and its follow-up, half of the second, then the clock runs out.
@@ -282,7 +282,7 @@ def test_scoring_feeds_spaced_repetition_once(db: Session, settings: Settings) -
     assert sorted(r.card_id for r in reviews) == sorted([items[0].card_id, items[1].card_id])
     again = scheduling.get_progress(session=db, user_id=user.id, card_id=items[1].card_id)
     assert again is not None and again.due == items[1].due_after
-    with pytest.raises(mocks.MockError, match="already scored"):
+    with pytest.raises(ServiceError, match="already scored"):
         mocks.score_mock(session=db, user=user, mock=mock, marks={}, settings=settings, now=end)
 
     report = mocks.build_report(session=db, mock=mock, catalog=catalog(), now=end)
@@ -338,20 +338,20 @@ def test_code_goes_in_only_on_the_clock_and_after_the_questions(db: Session, set
 
     user = make_user(db, guest_token="g")
     mock = start(db, settings, user, topics=("rope",), with_challenge=True)
-    with pytest.raises(mocks.MockError, match="after the questions"):
+    with pytest.raises(ServiceError, match="after the questions"):
         mocks.submit_code(session=db, mock=mock, grading=Queue(), code="x", now=NOW)  # type: ignore[arg-type]
     answer_all(db, settings, mock, every=10)
     mocks.submit_code(session=db, mock=mock, grading=Queue(), code="xy", now=NOW + timedelta(minutes=3))  # type: ignore[arg-type]
     item = mocks.mock_items(session=db, mock=mock)[-1]
     assert item.response == {"submissions": ["q2"]} and item.answered_at == NOW + timedelta(minutes=3)
-    with pytest.raises(mocks.MockError, match="Time is up"):
+    with pytest.raises(ServiceError, match="Time is up"):
         mocks.submit_code(session=db, mock=mock, grading=Queue(), code="xyz", now=mock.deadline)  # type: ignore[arg-type]
 
 
 def test_sharing_needs_a_score_and_can_be_revoked(db: Session, settings: Settings) -> None:
     user = make_user(db, guest_token="g")
     mock = start(db, settings, user, topics=("rope",))
-    with pytest.raises(mocks.MockError, match="Score"):
+    with pytest.raises(ServiceError, match="Score"):
         mocks.share(session=db, mock=mock)
     mocks.finish(session=db, mock=mock, now=NOW + timedelta(minutes=1))
     mocks.score_mock(session=db, user=user, mock=mock, marks={}, settings=settings, now=NOW)
