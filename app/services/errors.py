@@ -79,7 +79,7 @@ class InvalidInput(ServiceError):
 
     status = 422
 
-    def __init__(self, message: str, field: str | None = None, loc: Sequence[str] = ("body",)) -> None:
+    def __init__(self, message: str, field: str | None = None, *, loc: Sequence[str] = ("body",)) -> None:
         super().__init__(message, field)
         self.loc = list(loc)
 

@@ -26,13 +26,14 @@ from fsrs import Rating
 from sqlmodel import Session, col, select
 
 from app.config import Settings
+from app.enums import QuizMode
 from app.models import Card, CardProgress, Quiz, QuizItem, User, utcnow
 from app.services import key_point_suggestions, questions, quiz_learning, scheduling
 from app.services.card_content import content
 from app.services.errors import Conflict, InvalidInput
 from app.services.questions import KINDS
 
-MODES = ("topics", "due", "weakest")
+MODES = tuple(QuizMode)
 MAX_TYPED_ANSWER = 5000
 
 
