@@ -50,16 +50,20 @@ def _sync_content(_: argparse.Namespace) -> int:
     from sqlmodel import Session
 
     from app.content.loader import ContentError
-    from app.db import get_engine, migrate
+    from app.db import engine_for, migrate
     from app.services.content_sync import sync_from_disk
 
     migrate()
+    settings = get_settings()
+    engine = engine_for(settings)
     try:
-        with Session(get_engine()) as session:
-            report = sync_from_disk(session=session, root=get_settings().content_root)
+        with Session(engine) as session:
+            report = sync_from_disk(session=session, root=settings.content_root)
     except ContentError as exc:
         print(exc, file=sys.stderr)
         return 1
+    finally:
+        engine.dispose()
     print(f"question bank synced: {report}")
     return 0
 
@@ -67,13 +71,15 @@ def _sync_content(_: argparse.Namespace) -> int:
 def _purge_guests(_: argparse.Namespace) -> int:
     from sqlmodel import Session
 
-    from app.db import get_engine, migrate
+    from app.db import engine_for, migrate
     from app.services.guests import purge_idle_guests
 
     migrate()
     settings = get_settings()
-    with Session(get_engine()) as session:
+    engine = engine_for(settings)
+    with Session(engine) as session:
         removed = purge_idle_guests(session=session, idle_days=settings.guest_idle_days)
+    engine.dispose()
     print(f"removed {removed} guests idle for over {settings.guest_idle_days} days that kept nothing")
     return 0
 
@@ -103,7 +109,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from app.content.catalog import load_catalog
     from app.content.loader import ContentError
-    from app.db import get_engine, migrate
+    from app.db import engine_for, migrate
     from app.services.content_sync import sync_bank
 
     settings = get_settings()
@@ -125,9 +131,10 @@ def _serve(args: argparse.Namespace) -> int:
     migrate()
     if settings.sync_content_on_start:
         # Synced once here, before the server processes start: N processes syncing at once collide.
-        with Session(get_engine()) as session:
+        engine = engine_for(settings)
+        with Session(engine) as session:
             print(f"question bank synced: {sync_bank(session=session, bank=catalog.bank)}")
-        get_engine().dispose()
+        engine.dispose()
         os.environ["KVPREP_SYNC_CONTENT_ON_START"] = "false"
     # Our own loggers (kvprep.*, graders.*) print beside uvicorn's: start-up reports the sandbox layers.
     # A logging config (not basicConfig) so that every server process of --workers N applies it.
@@ -165,7 +172,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from app.db import get_engine
+    from app.db import engine_for
     from app.services.grading import build_queue
 
     settings = get_settings()
@@ -179,9 +186,10 @@ def _worker(args: argparse.Namespace) -> int:
     from app.services.personal_fsrs import FitJobs
 
     topics = {c.slug: c.meta.topics for c in load_catalog(settings.content_root).challenges}
-    queue = build_queue(settings, get_engine(), topics)
+    engine = engine_for(settings)
+    queue = build_queue(settings, engine, topics)
     # Lab runs share the queue: each worker dispatches them, one child at a time per machine.
-    queue.companions.append(LabJobs(queue.huey, get_engine(), settings))
+    queue.companions.append(LabJobs(queue.huey, engine, settings))
     FitJobs(queue.huey, settings)  # so do personal FSRS fits
     queue.run_worker(args.threads)
     return 0

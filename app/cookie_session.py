@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import Request
+from fastapi import Form, Request
+from fastapi.exceptions import RequestValidationError
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app.services.errors import Forbidden
 
 GUEST_KEY = "guest"
 # The guest's user row id, or 0 while it has none: pages skip the database for a guest without one.
@@ -145,6 +148,21 @@ def new_csrf_token() -> str:
 def csrf_valid(request: Request, submitted: str | None) -> bool:
     expected = request.session.get(CSRF_KEY)
     return isinstance(expected, str) and bool(submitted) and secrets.compare_digest(expected, submitted or "")
+
+
+async def csrf_protect(request: Request, csrf_token: Annotated[str, Form()] = "") -> None:
+    """HTML forms that change data post the session's CSRF token back (JSON requests need none).
+
+    Every such form passes here, so this is also where NUL characters in any field are refused
+    (PostgreSQL cannot store them); the form is already parsed, and Starlette caches it.
+    """
+    if not csrf_valid(request, csrf_token):
+        raise Forbidden("This form has expired or came from another site: reload the page and try again")
+    for name, value in (await request.form()).multi_items():
+        if isinstance(value, str) and "\x00" in value:
+            raise RequestValidationError(
+                [{"loc": ("body", name), "msg": "NUL characters are not allowed", "type": "value_error"}]
+            )
 
 
 def flash(request: Request, message: str, category: str = "info") -> None:

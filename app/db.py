@@ -5,15 +5,12 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Iterator
-from functools import lru_cache
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from fastapi import Request
 from sqlalchemy import Engine, event
-from sqlmodel import Session, create_engine
+from sqlmodel import create_engine
 
 from app.config import ROOT, Settings, get_settings
 
@@ -107,16 +104,10 @@ def make_engine(url: str, busy_timeout_s: float = 30.0) -> Engine:
     return create_engine(url, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW)
 
 
-@lru_cache
-def get_engine() -> Engine:
-    settings = get_settings()
+def engine_for(settings: Settings) -> Engine:
+    """The engine of these settings' database: the app makes one and disposes of it at shutdown,
+    and so does each CLI command that needs one."""
     return make_engine(settings.database_url, settings.sqlite_busy_timeout_s)
-
-
-def get_session(request: Request) -> Iterator[Session]:
-    """One session per request, on the engine of the app that serves it."""
-    with Session(request.app.state.engine) as session:
-        yield session
 
 
 def alembic_config(url: str) -> Config:

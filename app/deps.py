@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import hmac
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Annotated, Any
 
-from fastapi import Depends, Form, HTTPException, Request
-from fastapi.exceptions import RequestValidationError
-from pydantic import AfterValidator
-from pydantic import Field as PydanticField
+from fastapi import Depends, Request
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
@@ -19,24 +16,27 @@ from app.content.catalog import Catalog
 from app.content.challenges import Challenge
 from app.cookie_session import (
     USER_KEY,
-    csrf_valid,
+    csrf_protect,
     guest_row_id,
     guest_token,
     log_out,
     remember_guest_row,
     session_account,
 )
-from app.db import get_session
 from app.lab.jobs import LabJobs
 from app.models import User
 from app.services.accounts import fingerprint
 from app.services.challenge_runs import RunsInProgress
 from app.services.clock import SYSTEM_CLOCK, Clock
+from app.services.errors import NotFound
 from app.services.grading import GradingQueue
 from app.services.personal_fsrs import FitJobs
+from app.services.personal_pages import PersonalPages
+from app.services.rate_limits import refuse_too_fast
 from app.services.ratelimit import RateLimiter
 from app.services.site import SiteContent
-from app.validation import ApiModel
+from app.services.verdict_waits import VerdictWaits
+from app.validation import CodeSubmission, refuse_oversized
 
 
 def _from_state(name: str) -> Callable[[Request], Awaitable[Any]]:
@@ -60,32 +60,53 @@ app_engine = _from_state("engine")
 app_lab = _from_state("lab")
 get_grading = _from_state("grading")
 
-SessionDep = Annotated[Session, Depends(get_session)]
 SettingsDep = Annotated[Settings, Depends(app_settings)]
 CatalogDep = Annotated[Catalog, Depends(app_catalog)]
 SiteDep = Annotated[SiteContent, Depends(app_site)]
 # The app's engine, for work that opens its own session off the request's (in the thread pool).
 EngineDep = Annotated[Engine, Depends(app_engine)]
+
+
+def get_session(engine: EngineDep) -> Iterator[Session]:
+    """One session per request, on the engine of the app that serves it."""
+    with Session(engine) as session:
+        yield session
+
+
+SessionDep = Annotated[Session, Depends(get_session)]
 LabDep = Annotated[LabJobs, Depends(app_lab)]
 # The queue of FSRS parameter fits (each runs in a child of the worker).
 FitsDep = Annotated[FitJobs, Depends(_from_state("fsrs_fits"))]
 GradingDep = Annotated[GradingQueue, Depends(get_grading)]
+# The requests long-polling for a verdict, woken by this process's grading threads.
+VerdictWaitsDep = Annotated[VerdictWaits, Depends(_from_state("verdict_waits"))]
+# Each user's dashboard as last rendered, until their data moves.
+PersonalPagesDep = Annotated[PersonalPages, Depends(_from_state("personal_pages"))]
 
 
-# The rate limiters (their limits are settings; see create_app): one bucket family each.
-SubmitLimiter = Annotated[RateLimiter, Depends(_from_state("submit_limiter"))]
-LoginLimiter = Annotated[RateLimiter, Depends(_from_state("login_limiter"))]
 # The visitors with a challenge Run going in this process (one each at a time).
 RunsDep = Annotated[RunsInProgress, Depends(_from_state("challenge_runs"))]
-LoginIpLimiter = Annotated[RateLimiter, Depends(_from_state("login_ip_limiter"))]
-LoginEmailLimiter = Annotated[RateLimiter, Depends(_from_state("login_email_limiter"))]
-SignupLimiter = Annotated[RateLimiter, Depends(_from_state("signup_limiter"))]
-LabLimiter = Annotated[RateLimiter, Depends(_from_state("lab_limiter"))]
-# Lab runs of guests (no account), counted per client address.
-LabGuestLimiter = Annotated[RateLimiter, Depends(_from_state("lab_guest_limiter"))]
-# The challenge page's Runs, counted per client address.
-RunIpLimiter = Annotated[RateLimiter, Depends(_from_state("run_ip_limiter"))]
-GuestLimiter = Annotated[RateLimiter, Depends(_from_state("guest_limiter"))]
+
+
+def _limiter(name: str) -> Callable[[Request], Awaitable[RateLimiter]]:
+    """A dependency on one limiter of the app's bundle (app/services/rate_limits.py: what each counts)."""
+
+    async def dependency(request: Request) -> RateLimiter:
+        return getattr(request.app.state.limiters, name)  # type: ignore[no-any-return]
+
+    dependency.__name__ = f"{name}_limiter"
+    return dependency
+
+
+SubmitLimiter = Annotated[RateLimiter, Depends(_limiter("submit"))]
+LoginLimiter = Annotated[RateLimiter, Depends(_limiter("login"))]
+LoginIpLimiter = Annotated[RateLimiter, Depends(_limiter("login_ip"))]
+LoginEmailLimiter = Annotated[RateLimiter, Depends(_limiter("login_email"))]
+SignupLimiter = Annotated[RateLimiter, Depends(_limiter("signup"))]
+LabLimiter = Annotated[RateLimiter, Depends(_limiter("lab"))]
+LabGuestLimiter = Annotated[RateLimiter, Depends(_limiter("lab_guest"))]
+RunIpLimiter = Annotated[RateLimiter, Depends(_limiter("run_ip"))]
+GuestLimiter = Annotated[RateLimiter, Depends(_limiter("guest"))]
 
 
 def client_address(request: Request) -> str:
@@ -135,13 +156,10 @@ def current_user(request: Request, session: SessionDep, limiter: GuestLimiter) -
     # The session may be stale (two tabs): look once before creating.
     user = session.exec(select(User).where(User.guest_token == token)).first()
     if user is None:
-        wait = limiter.hit(f"guest:ip:{client_address(request)}")
-        if wait:
-            raise HTTPException(
-                429,
-                "Too many new guests from your address: sign in, or try again later",
-                headers={"Retry-After": str(wait)},
-            )
+        limiter.check(
+            f"guest:ip:{client_address(request)}",
+            "Too many new guests from your address: sign in, or try again later",
+        )
         try:
             user = User(guest_token=token)
             session.add(user)
@@ -158,7 +176,8 @@ def visitor(request: Request, session: SessionDep) -> User:
     """The visitor's row for a page that only reads: without one, an unsaved stand-in (id 0).
 
     No user row has id 0, so every query on the stand-in finds nothing: a guest who has done
-    nothing yet sees an empty history, and no row is created for looking.
+    nothing yet sees an empty history, and no row is created for looking. Helpers that open their
+    own session (off the event loop) call it with that session.
     """
     user = find_user(request, session)
     return user if user is not None else User(id=0, guest_token=guest_token(request))
@@ -167,23 +186,6 @@ def visitor(request: Request, session: SessionDep) -> User:
 CurrentUser = Annotated[User, Depends(current_user)]
 MaybeUser = Annotated[User | None, Depends(find_user)]
 Visitor = Annotated[User, Depends(visitor)]
-
-
-async def csrf_protect(request: Request, csrf_token: Annotated[str, Form()] = "") -> None:
-    """HTML forms that change data post the session's CSRF token back (JSON requests need none).
-
-    Every such form passes here, so this is also where NUL characters in any field are refused
-    (PostgreSQL cannot store them); the form is already parsed, and Starlette caches it.
-    """
-    if not csrf_valid(request, csrf_token):
-        raise HTTPException(
-            403, "This form has expired or came from another site: reload the page and try again"
-        )
-    for name, value in (await request.form()).multi_items():
-        if isinstance(value, str) and "\x00" in value:
-            raise RequestValidationError(
-                [{"loc": ("body", name), "msg": "NUL characters are not allowed", "type": "value_error"}]
-            )
 
 
 # For `dependencies=[CsrfChecked]` on every HTML form route that changes data.
@@ -205,47 +207,12 @@ ClockDep = Annotated[Clock, Depends(_clock_dependency)]
 async def challenge_by_slug(slug: str, catalog: CatalogDep) -> Challenge:
     challenge = catalog.challenge(slug)
     if challenge is None:
-        raise HTTPException(404, "Challenge not found")
+        raise NotFound("Challenge not found")
     return challenge
 
 
 # The challenge the path's {slug} names, or 404.
 ChallengeDep = Annotated[Challenge, Depends(challenge_by_slug)]
-
-
-def _utf8_text(code: str) -> str:
-    """Code must be text UTF-8 can hold: a lone surrogate ("\\ud800" in JSON) cannot be stored or run."""
-    try:
-        code.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError(
-            f"the code holds a lone surrogate (U+{ord(code[exc.start]):04X}) at character {exc.start}, "
-            "which is not text: remove it"
-        ) from None
-    return code
-
-
-# Python source as the API takes it: any text that UTF-8 can encode.
-SourceCode = Annotated[str, AfterValidator(_utf8_text)]
-
-
-# The body of a code submission, on a challenge's page or in a mock interview.
-class CodeSubmission(ApiModel):
-    code: SourceCode = PydanticField(description="Python source defining the challenge's entry point")
-
-
-def refuse_oversized(code: str, settings: Settings) -> None:
-    """413 for code over the size limit (counted in UTF-8 bytes, lone surrogates included)."""
-    if len(code.encode("utf-8", "surrogatepass")) > settings.max_code_bytes:
-        raise HTTPException(413, f"Code is over {settings.max_code_bytes // 1024} KiB")
-
-
-def refuse_too_fast(limiter: RateLimiter, settings: Settings, bucket: str, message: str) -> None:
-    """429 with Retry-After once `bucket` is over its per-minute count (blocking: the count lives in
-    a SQLite file or Redis, so async callers run it in the thread pool)."""
-    wait = limiter.hit(f"{settings.queue_name}:{bucket}")
-    if wait:
-        raise HTTPException(429, message, headers={"Retry-After": str(wait)})
 
 
 def submit_allowed(

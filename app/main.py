@@ -7,57 +7,32 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi import FastAPI
 from sqlmodel import Session
-from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.config import Settings, get_settings
 from app.content.catalog import load_catalog
 from app.cookie_session import (
-    STATIC_PREFIX,
     GuestSessionMiddleware,
     SessionCookieMiddleware,
     csrf_token,
     pop_flashes,
     signed_in_email,
 )
-from app.db import make_engine
+from app.db import engine_for
+from app.error_handlers import add_error_handlers
 from app.lab.jobs import LabJobs
 from app.middleware import BodySizeLimit
 from app.pages import GuestPageShortcut
-from app.routes import (
-    account,
-    auth,
-    calculator,
-    cards,
-    challenge_run,
-    challenges,
-    docs,
-    home,
-    key_points,
-    lab,
-    mock_api,
-    mock_pages,
-    progress,
-    quiz_api,
-    quiz_pages,
-    quiz_undo,
-    submissions,
-    topics,
-)
-from app.routes import settings as settings_routes
+from app.routes import ROUTERS
 from app.security import RequestGuard, SecurityHeaders
 from app.services.challenge_runs import RunsInProgress
 from app.services.content_sync import sync_bank
-from app.services.errors import ServiceError, TooManyRequests
 from app.services.grading import build_queue
 from app.services.guests import purge_idle_guests
 from app.services.personal_fsrs import FitJobs
 from app.services.personal_pages import PersonalPages
-from app.services.ratelimit import RateLimiter
-from app.services.ratelimit_db import DatabaseStorage
+from app.services.rate_limits import Limiters
 from app.services.site import load_site_content
 from app.services.verdict_waits import VerdictWaits
 from app.static_assets import HashedStaticFiles
@@ -67,19 +42,6 @@ log = logging.getLogger("kvprep")
 
 # Helpers every page may call: the header's account links, CSRF tokens for forms, flashes.
 templates.env.globals.update(csrf_token=csrf_token, signed_in_email=signed_in_email, pop_flashes=pop_flashes)
-
-
-def _wants_html(request: Request) -> bool:
-    """A page's error is a page; /api and /static errors are plain (static requests carry no
-    session, which the page's header reads)."""
-    path = request.url.path
-    return not path.startswith(("/api", STATIC_PREFIX)) and "text/html" in request.headers.get("accept", "")
-
-
-def _error_page(request: Request, status: int, detail: str) -> Response:
-    return templates.TemplateResponse(
-        request, "errors/error.html", {"status": status, "detail": detail}, status_code=status
-    )
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -140,25 +102,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     # The app's own engine, disposed when it shuts down.
-    app.state.engine = make_engine(settings.database_url, settings.sqlite_busy_timeout_s)
-    # Rate limits live in Redis when there is one, else in the database: every process of the
-    # server counts together, and a restart forgets nothing.
-    limits_storage: str | DatabaseStorage = settings.redis_url or DatabaseStorage(app.state.engine)
-    app.state.submit_limiter = RateLimiter(f"{settings.submissions_per_minute}/minute", limits_storage)
-    app.state.login_limiter = RateLimiter(f"{settings.login_attempts_per_minute}/minute", limits_storage)
-    app.state.login_ip_limiter = RateLimiter(
-        f"{settings.login_attempts_per_ip_per_minute}/minute", limits_storage
-    )
-    app.state.login_email_limiter = RateLimiter(
-        f"{settings.login_attempts_per_email_per_hour}/hour", limits_storage
-    )
-    app.state.signup_limiter = RateLimiter(f"{settings.signups_per_hour}/hour", limits_storage)
-    app.state.lab_limiter = RateLimiter(f"{settings.lab_runs_per_hour}/hour", limits_storage)
-    app.state.lab_guest_limiter = RateLimiter(
-        f"{settings.lab_guest_runs_per_address_per_hour}/hour", limits_storage
-    )
-    app.state.run_ip_limiter = RateLimiter(f"{settings.runs_per_address_per_minute}/minute", limits_storage)
-    app.state.guest_limiter = RateLimiter(f"{settings.guests_per_hour}/hour", limits_storage)
+    app.state.engine = engine_for(settings)
+    app.state.limiters = Limiters.for_settings(settings, app.state.engine)
     app.state.verdict_waits = VerdictWaits()
     # At most one Run per visitor at a time, and run_slots Runs in all (their own sandbox slots).
     app.state.challenge_runs = RunsInProgress(settings.run_slots)
@@ -182,67 +127,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(RequestGuard, trusted_origins=origins)
     app.add_middleware(SecurityHeaders, hsts=settings.send_hsts)
 
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
-        if _wants_html(request):
-            return _error_page(request, exc.status_code, str(exc.detail))
-        detail: object = exc.detail
-        if exc.status_code == 422 and isinstance(detail, str):
-            # The OpenAPI schema documents every 422 as a list of validation errors.
-            detail = [{"loc": ["body"], "msg": detail, "type": "value_error"}]
-        return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=exc.headers)
-
-    @app.exception_handler(ServiceError)
-    async def service_error(request: Request, exc: ServiceError) -> Response:
-        """The one translation of a service's refusal: routes let it through and never catch it to
-        re-raise. The JSON is what HTTPException(status, message) gave (a 422's detail a list of
-        one validation error, as the schema documents), plus `field` when the error names one."""
-        if _wants_html(request):
-            return _error_page(request, exc.status, exc.message)
-        detail: object = exc.message
-        if exc.status == 422:
-            detail = [{"loc": ["body"], "msg": exc.message, "type": "value_error"}]
-        body: dict[str, object] = {"detail": detail}
-        if exc.field is not None:
-            body["field"] = exc.field
-        headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, TooManyRequests) else None
-        return JSONResponse(body, status_code=exc.status, headers=headers)
-
-    @app.exception_handler(RequestValidationError)
-    async def validation_error(request: Request, exc: RequestValidationError) -> Response:
-        if _wants_html(request):
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'][1:]))}: {e['msg']}" for e in exc.errors())
-            return _error_page(request, 422, problems)
-        errors = [{k: e[k] for k in ("loc", "msg", "type") if k in e} for e in exc.errors()]
-        return JSONResponse({"detail": errors}, status_code=422)
+    add_error_handlers(app)
 
     app.mount("/static", HashedStaticFiles(manifest=static_assets), name="static")
-    app.include_router(home.pages)
-    app.include_router(docs.pages)
-    app.include_router(topics.pages)
-    app.include_router(cards.pages)
-    app.include_router(cards.router)
-    app.include_router(challenges.pages)
-    app.include_router(challenges.router)
-    app.include_router(submissions.router)
-    app.include_router(challenge_run.router)
-    app.include_router(auth.pages)
-    app.include_router(auth.router)
-    app.include_router(quiz_pages.pages)
-    app.include_router(quiz_api.router)
-    app.include_router(quiz_undo.pages)
-    app.include_router(quiz_undo.router)
-    app.include_router(settings_routes.pages)
-    app.include_router(settings_routes.router)
-    app.include_router(key_points.router)
-    app.include_router(progress.pages)
-    app.include_router(progress.router)
-    app.include_router(account.pages)
-    app.include_router(account.router)
-    app.include_router(mock_pages.pages)
-    app.include_router(mock_api.router)
-    app.include_router(lab.pages)
-    app.include_router(lab.router)
-    app.include_router(calculator.pages)
-    app.include_router(calculator.router)
+    for router in ROUTERS:
+        app.include_router(router)
     return app

@@ -11,7 +11,10 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import Path
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+
+from app.config import Settings
+from app.services.errors import TooLarge
 
 MAX_ID = 2**31 - 1
 
@@ -57,3 +60,30 @@ Position = Annotated[int, Path(ge=0, le=MAX_ID)]
 BodyPosition = Annotated[int, Field(ge=0, le=MAX_ID)]
 # An optional choice a form or client may send as "" for "not set" (a select left on "Any").
 EmptyIsNone = BeforeValidator(_empty_is_none)
+
+
+def _utf8_text(code: str) -> str:
+    """Code must be text UTF-8 can hold: a lone surrogate ("\\ud800" in JSON) cannot be stored or run."""
+    try:
+        code.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"the code holds a lone surrogate (U+{ord(code[exc.start]):04X}) at character {exc.start}, "
+            "which is not text: remove it"
+        ) from None
+    return code
+
+
+# Python source as the API takes it: any text that UTF-8 can encode.
+SourceCode = Annotated[str, AfterValidator(_utf8_text)]
+
+
+# The body of a code submission, on a challenge's page or in a mock interview.
+class CodeSubmission(ApiModel):
+    code: SourceCode = Field(description="Python source defining the challenge's entry point")
+
+
+def refuse_oversized(code: str, settings: Settings) -> None:
+    """413 for code over the size limit (counted in UTF-8 bytes, lone surrogates included)."""
+    if len(code.encode("utf-8", "surrogatepass")) > settings.max_code_bytes:
+        raise TooLarge(f"Code is over {settings.max_code_bytes // 1024} KiB")

@@ -69,6 +69,20 @@ def is_stale(run: LabRun, settings: Settings) -> bool:
     return utcnow() - last > timedelta(seconds=settings.lab_stale_s)
 
 
+def recent_runs(*, session: Session, user_id: int | None, limit: int) -> list[LabRun]:
+    """The user's latest lab runs, newest first."""
+    newest = col(LabRun.created_at).desc()
+    return list(
+        session.exec(select(LabRun).where(LabRun.user_id == user_id).order_by(newest).limit(limit)).all()
+    )
+
+
+def own_run(*, session: Session, user_id: int | None, run_id: str) -> LabRun | None:
+    """The run when it is this user's; someone else's is indistinguishable from none."""
+    run = session.get(LabRun, run_id[:32])
+    return run if run is not None and run.user_id == user_id else None
+
+
 def exit_reason(returncode: int, stderr_tail: str = "") -> str:
     """Why a child that left its run unfinished ended, in words a user can act on."""
     if returncode < 0:

@@ -1,1 +1,60 @@
-"""One module per resource; each exposes `router` (and `pages` for HTML where it has pages)."""
+"""One module per resource; each exposes `router` (its JSON API) and `pages` (its HTML) where it has them.
+
+`ROUTERS` is every one of them in the order the app includes them: a path two routers could both
+match goes to the first (a resource's pages come before its API).
+"""
+
+from fastapi import APIRouter
+
+from app.routes import (
+    account,
+    auth,
+    calculator,
+    cards,
+    challenge_run,
+    challenges,
+    docs,
+    home,
+    key_points,
+    lab,
+    mock_api,
+    mock_pages,
+    progress,
+    quiz_api,
+    quiz_pages,
+    quiz_undo,
+    submissions,
+    topics,
+)
+from app.routes import settings as settings_routes
+
+ROUTERS: tuple[APIRouter, ...] = (
+    home.pages,
+    docs.pages,
+    topics.pages,
+    cards.pages,
+    cards.router,
+    challenges.pages,
+    challenges.router,
+    submissions.router,
+    challenge_run.router,
+    auth.pages,
+    auth.router,
+    quiz_pages.pages,
+    quiz_api.router,
+    quiz_undo.pages,
+    quiz_undo.router,
+    settings_routes.pages,
+    settings_routes.router,
+    key_points.router,
+    progress.pages,
+    progress.router,
+    account.pages,
+    account.router,
+    mock_pages.pages,
+    mock_api.router,
+    lab.pages,
+    lab.router,
+    calculator.pages,
+    calculator.router,
+)

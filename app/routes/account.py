@@ -10,7 +10,7 @@ import json
 from datetime import date
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Form, HTTPException, Request
+from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import Field
 from sqlmodel import Session
@@ -21,11 +21,17 @@ from app.deps import ClockDep, CsrfChecked, CurrentUser, LoginLimiter, SessionDe
 from app.models import User
 from app.routes.auth import sign_in
 from app.routes.public import Public, Timestamp
-from app.services.accounts import AccountError, change_password, delete_user, export_user, password_hasher
-from app.services.errors import ServiceError, TooManyRequests
+from app.services.accounts import change_password, delete_user, export_user, password_hasher
+from app.services.errors import Forbidden, ServiceError
 from app.services.ratelimit import RateLimiter
 from app.services.scheduling import retention_for
-from app.services.study_settings import StudyForm, read_study_form, save_study_form, study_form_for
+from app.services.study_settings import (
+    StudyForm,
+    read_study_form,
+    save_study_form,
+    save_study_settings,
+    study_form_for,
+)
 from app.validation import ApiModel
 from app.web import templates
 
@@ -75,11 +81,9 @@ def _change_password(
     429 past the limit, 422 for a new password the rules refuse.
     """
     if user.is_guest:
-        raise AccountError("Guests have no password: sign up first.", "current_password", 403)
+        raise Forbidden("Guests have no password: sign up first.", "current_password")
     # Guessing the current password through this form is as limited as through the log-in form.
-    wait = limiter.hit(f"password:user:{user.id}")
-    if wait:
-        raise TooManyRequests(f"Too many attempts: try again in {wait} s.", wait, "current_password")
+    limiter.check(f"password:user:{user.id}", "Too many attempts: try again in {wait} s.", "current_password")
     change_password(session=session, user=user, current=current, new=new, settings=settings)
     sign_in(request, user, settings)
 
@@ -123,10 +127,9 @@ def get_account(user: Visitor, settings: SettingsDep) -> dict[str, Any]:
 def put_settings(
     body: AccountSettings, user: CurrentUser, session: SessionDep, settings: SettingsDep
 ) -> dict[str, Any]:
-    user.desired_retention = body.desired_retention
-    user.interview_date = body.interview_date
-    session.add(user)
-    session.commit()
+    save_study_settings(
+        session=session, user=user, retention=body.desired_retention, interview_date=body.interview_date
+    )
     session.refresh(user)
     return account_json(user, settings)
 
@@ -164,7 +167,7 @@ def api_delete(
     body: AccountDelete, request: Request, user: CurrentUser, session: SessionDep, settings: SettingsDep
 ) -> Response:
     if not _password_ok(user, body.password, settings):
-        raise HTTPException(403, "Wrong password")
+        raise Forbidden("Wrong password")
     delete_user(session=session, user=user)
     log_out(request)
     return Response(status_code=204)

@@ -32,7 +32,6 @@ from app.deps import (
 from app.models import User
 from app.routes.public import Public
 from app.services.accounts import (
-    AccountError,
     authenticate,
     check_credentials,
     create_account,
@@ -41,7 +40,7 @@ from app.services.accounts import (
     merge_users,
     normalize_email,
 )
-from app.services.errors import TooManyRequests
+from app.services.errors import ServiceError, TooManyRequests, Unauthorized
 from app.services.ratelimit import RateLimiter
 from app.validation import ApiModel
 from app.web import templates
@@ -89,9 +88,9 @@ def sign_in(request: Request, user: User, settings: Settings) -> None:
 def do_signup(
     request: Request, session: Session, settings: Settings, limiter: RateLimiter, email: str, password: str
 ) -> User:
-    wait = limiter.hit(f"signup:ip:{_client(request)}")
-    if wait:
-        raise TooManyRequests(f"Too many sign-ups from this address: try again in {wait} s", wait)
+    limiter.check(
+        f"signup:ip:{_client(request)}", "Too many sign-ups from this address: try again in {wait} s"
+    )
     visitor = find_user(request, session)
     user = create_account(
         session=session,
@@ -126,9 +125,7 @@ def _login_allowed(request: Request, limits: LoginLimits, email: str) -> None:
         (limits.ip, f"login:ip:{client}"),
         (limits.email, f"login:email:{key}"),
     ):
-        wait = limiter.hit(bucket)
-        if wait:
-            raise TooManyRequests(f"Too many log-in attempts: try again in {wait} s", wait)
+        limiter.check(bucket, "Too many log-in attempts: try again in {wait} s")
 
 
 def do_login(
@@ -138,7 +135,7 @@ def do_login(
     visitor = find_user(request, session)
     user = authenticate(session=session, email=email, password=password, settings=settings)
     if user is None:
-        raise AccountError("Wrong email or password.", "password", 401)
+        raise Unauthorized("Wrong email or password.", "password")
     if visitor is not None and visitor.is_guest:
         merge_users(session=session, source=visitor, target=user)
     sign_in(request, user, settings)
@@ -237,8 +234,8 @@ def signup_form(
     except TooManyRequests as exc:
         errors = {"form": f"{exc.message}."}
         return _form(request, "auth/signup.html", settings, **args, errors=errors, status=429)
-    except AccountError as exc:
-        errors = {exc.field: exc.message}
+    except ServiceError as exc:
+        errors = {exc.field or "form": exc.message}
         return _form(request, "auth/signup.html", settings, **args, errors=errors, status=422)
     flash(request, "Welcome! Your account is ready, and your progress so far is in it.", "success")
     return RedirectResponse(safe_next(next), status_code=303)
@@ -265,10 +262,9 @@ def login_form(
     except TooManyRequests as exc:
         errors = {"form": f"{exc.message}."}
         return _form(request, "auth/login.html", settings, **args, errors=errors, status=429)
-    except AccountError as exc:
-        return _form(
-            request, "auth/login.html", settings, **args, errors={exc.field: exc.message}, status=401
-        )
+    except ServiceError as exc:
+        errors = {exc.field or "form": exc.message}
+        return _form(request, "auth/login.html", settings, **args, errors=errors, status=401)
     flash(request, "Welcome back.", "success")
     return RedirectResponse(safe_next(next), status_code=303)
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Annotated, Literal, TypeVar, cast
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
 from markupsafe import Markup
@@ -17,12 +17,22 @@ from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
 from app.cookie_session import has_no_user_row
-from app.deps import SessionDep, SettingsDep, SiteDep, app_clock, find_user
-from app.models import CardPage, CardPublic, Topic
+from app.deps import EngineDep, SessionDep, SettingsDep, SiteDep, app_clock, find_user
+from app.models import CardPage, CardPublic
 from app.pages import guest_cached
 from app.routes.calculator import calculator_url
 from app.services.card_status import NEW, CardStanding, standings
-from app.services.cards import CardFilter, Neighbours, get_card, list_cards, neighbours, to_public, to_summary
+from app.services.cards import (
+    CardFilter,
+    Neighbours,
+    get_card,
+    has_topic,
+    list_cards,
+    neighbours,
+    to_public,
+    to_summary,
+)
+from app.services.errors import NotFound
 from app.services.site import SiteContent
 from app.web import templates
 
@@ -64,7 +74,7 @@ ListFilter = Annotated[CardFilter, Depends(_list_filter)]
 
 
 def _check_topic(session: SessionDep, topic: str | None) -> None:
-    if topic and session.get(Topic, topic) is None:
+    if topic and not has_topic(session=session, slug=topic):
         raise _unknown_topic(topic)
 
 
@@ -90,7 +100,7 @@ def api_list_cards(
 def api_get_card(card_id: str, session: SessionDep) -> CardPublic:
     card = get_card(session=session, card_id=card_id)
     if card is None:
-        raise HTTPException(404, "Card not found")
+        raise NotFound("Card not found")
     return to_public(card)
 
 
@@ -142,9 +152,9 @@ def _with_statuses(body: Markup, found: dict[str, CardStanding]) -> Markup:
     return Markup(_STATUS_SLOTS.sub(status, str(body)))
 
 
-def _visitor_standings(request: Request, body: Markup) -> dict[str, CardStanding]:
+def _visitor_standings(request: Request, engine: Engine, body: Markup) -> dict[str, CardStanding]:
     ids = _STATUS_SLOTS.findall(str(body))
-    with Session(request.app.state.engine) as session:
+    with Session(engine) as session:
         user = find_user(request, session)
         now = app_clock(request).now()
         return standings(session=session, user_id=user.id if user else None, card_ids=ids, now=now)
@@ -212,7 +222,12 @@ def _with_session(engine: Engine, make: Callable[[Session], T]) -> T:
 # card is new, gets the whole list page from the guest cache.
 @pages.get("", response_class=HTMLResponse)
 async def card_list_page(
-    request: Request, settings: SettingsDep, site: SiteDep, filters: ListFilter, page: PageParam = 1
+    request: Request,
+    engine: EngineDep,
+    settings: SettingsDep,
+    site: SiteDep,
+    filters: ListFilter,
+    page: PageParam = 1,
 ) -> Response:
     key = ("cards", *filters.key(), page)
 
@@ -220,7 +235,6 @@ async def card_list_page(
         body = site.fragments.get(key)
         if body is None:
             size = settings.page_size
-            engine = request.app.state.engine
             body = await run_in_threadpool(
                 _with_session, engine, lambda s: _card_list_body(s, site, filters, page, size)
             )
@@ -232,7 +246,7 @@ async def card_list_page(
 
     if not has_no_user_row(request):
         body = await list_body()
-        found = await run_in_threadpool(_visitor_standings, request, body)
+        found = await run_in_threadpool(_visitor_standings, request, engine, body)
         return page_with(_with_statuses(body, found))
 
     async def render() -> Response:
@@ -245,6 +259,7 @@ async def card_list_page(
 async def card_page(
     card_id: str,
     request: Request,
+    engine: EngineDep,
     settings: SettingsDep,
     site: SiteDep,
     filters: ListFilter,
@@ -255,12 +270,11 @@ async def card_page(
     nav_key = ("card-nav", card_id, from_ or "", *filters.key())
 
     async def render() -> Response:
-        engine = request.app.state.engine
         found = site.fragments.get(key)
         if found is None:
             found = await run_in_threadpool(_with_session, engine, lambda s: _card_body(s, site, card_id))
             if found is None:  # unknown ids are not kept: they could push real cards out
-                raise HTTPException(404, "Card not found")
+                raise NotFound("Card not found")
             site.fragments.put(key, found)
         title, card_topic, body = cast(tuple[str, str, Markup], found)
         nav = site.fragments.get(nav_key)

@@ -12,31 +12,26 @@ per client address (429), its own sandbox slots (app/services/challenge_runs.py)
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from app.config import Settings
 from app.cookie_session import guest_token
 from app.deps import (
     ChallengeDep,
     RunIpLimiter,
     RunsDep,
     SettingsDep,
-    SourceCode,
     SubmitLimiter,
     Visitor,
     client_address,
-    refuse_oversized,
-    refuse_too_fast,
 )
-from app.services.challenge_runs import RunsInProgress
-from app.validation import ApiModel
+from app.services import challenge_runs
+from app.services.rate_limits import refuse_too_fast
+from app.validation import ApiModel, SourceCode, refuse_oversized
 from app.web import templates
-from graders.examples import InvalidRunInput, spec_for
-from graders.examples.run import RunResult, run_examples
 
 router = APIRouter(prefix="/api/challenges", tags=["challenges"])
 
@@ -132,17 +127,13 @@ class RunOut(BaseModel):
     output: str = Field(description="a capped excerpt of what the code printed")
 
 
-def _schema(slug: str) -> dict[str, Any]:
-    return {"challenge": slug, **spec_for(slug).to_json()}
-
-
 # The page's Run panel (templates/challenges/_run_panel.html) renders the same schema.
-templates.env.globals["challenge_run_schema"] = _schema
+templates.env.globals["challenge_run_schema"] = challenge_runs.run_schema
 
 
 @router.get("/{slug}/examples")
 async def run_schema(challenge: ChallengeDep) -> RunSchemaOut:
-    return RunSchemaOut.model_validate(_schema(challenge.slug))
+    return RunSchemaOut.model_validate(challenge_runs.run_schema(challenge.slug))
 
 
 @router.post(
@@ -171,11 +162,7 @@ async def run_code(
     """
     slug = challenge.slug
     refuse_oversized(payload.code, settings)
-    try:
-        values = spec_for(slug).validate(payload.input) if payload.input is not None else None
-    except InvalidRunInput as exc:
-        loc = ["body", "input", exc.field] if exc.field else ["body", "input"]
-        raise HTTPException(422, [{"loc": loc, "msg": exc.message, "type": "value_error"}]) from None
+    values = challenge_runs.custom_values(slug, payload.input)
     visitor = f"user:{user.id}" if user.id else f"guest:{guest_token(request)}"
     # Counted per client address first (a cookieless script is a new visitor each time), then
     # per visitor, apart from submissions'; off the event loop, like the run itself.
@@ -190,24 +177,5 @@ async def run_code(
     await run_in_threadpool(
         refuse_too_fast, limiter, settings, f"run:{visitor}", "You are running code too fast"
     )
-    with runs.claim(visitor) as claimed:
-        if not claimed:
-            raise HTTPException(
-                429, "Your previous run is still going: wait for its results", headers={"Retry-After": "1"}
-            )
-        result = await run_in_threadpool(_run_in_a_slot, runs, settings, slug, payload.code, values)
+    result = await challenge_runs.run_for(runs, visitor, settings, slug, payload.code, values)
     return RunOut.model_validate(result.to_json())
-
-
-def _run_in_a_slot(
-    runs: RunsInProgress, settings: Settings, slug: str, code: str, values: dict[str, Any] | None
-) -> RunResult:
-    """The Run on one of the Runs' own sandbox slots; 429 when none frees up in run_slot_wait_s."""
-    with runs.slot(settings.run_slot_wait_s) as got:
-        if not got:
-            raise HTTPException(
-                429,
-                "The server is busy running other people's code: try again in a few seconds",
-                headers={"Retry-After": str(max(1, round(settings.run_slot_wait_s)))},
-            )
-        return run_examples(slug, code, values, settings.grader_limits())

@@ -7,11 +7,12 @@ submits anything. It reveals nothing a card page does not already show.
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from app.deps import SessionDep
 from app.services.cards import get_card
+from app.services.errors import NotFound
 from app.services.key_point_matcher import MAX_TEXT, Method
 from app.services.key_point_suggestions import suggest_for_card
 
@@ -36,6 +37,6 @@ class SuggestOut(BaseModel):
 def suggest_points(body: SuggestIn, session: SessionDep) -> SuggestOut:
     card = get_card(session=session, card_id=body.card_id)
     if card is None or card.retired:
-        raise HTTPException(404, f"No card {body.card_id!r}")
+        raise NotFound(f"No card {body.card_id!r}")
     got = suggest_for_card(card, body.text)
     return SuggestOut(card_id=card.id, points=got.points, method=got.method, scores=got.scores)

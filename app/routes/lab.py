@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Form, HTTPException, Request
+from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from app.config import Settings
 from app.cookie_session import flash
@@ -26,11 +26,11 @@ from app.deps import (
 )
 from app.enums import LabRunStatus
 from app.lab.experiments import EXPERIMENTS, SEED
-from app.lab.jobs import LabJobs, is_stale
+from app.lab.jobs import LabJobs, is_stale, own_run, recent_runs
 from app.lab.runner import SIZES
 from app.models import LabRun
 from app.routes.public import Public, Timestamp
-from app.services.errors import ServiceError, TooManyRequests
+from app.services.errors import NotFound, ServiceError
 from app.services.ratelimit import RateLimiter
 from app.web import templates
 
@@ -87,15 +87,16 @@ def run_json(run: LabRun, settings: Settings) -> dict[str, Any]:
 
 
 def _load_run(session: Session, user_id: int | None, run_id: str) -> LabRun:
-    run = session.get(LabRun, run_id[:32])
-    if run is None or run.user_id != user_id:  # someone else's run is indistinguishable from none
-        raise HTTPException(404, "Lab run not found")
+    run = own_run(session=session, user_id=user_id, run_id=run_id)
+    if run is None:
+        raise NotFound("Lab run not found")
     return run
 
 
 def _start(
     request: Request,
     session: Session,
+    settings: Settings,
     lab: LabJobs,
     limiters: tuple[RateLimiter, RateLimiter, RateLimiter],
     body: LabRunCreate,
@@ -104,20 +105,18 @@ def _start(
     experiment. A guest (no account) spends its client address's small hourly budget, checked
     before a guest row is made for it; an account spends its own."""
     account_limiter, guest_limiter, new_guest_limiter = limiters
-    settings: Settings = request.app.state.settings
     address = client_address(request)
     user = find_user(request, session)
     if user is None or user.is_guest:
-        wait = guest_limiter.hit(f"{settings.queue_name}:lab:ip:{address}")
-        if wait:
-            raise TooManyRequests(
-                "Guests from your address have started many lab runs this hour: sign in to run more", wait
-            )
+        guest_limiter.check(
+            f"{settings.queue_name}:lab:ip:{address}",
+            "Guests from your address have started many lab runs this hour: sign in to run more",
+        )
         user = user or current_user(request, session, new_guest_limiter)
     else:
-        wait = account_limiter.hit(f"{settings.queue_name}:lab:{user.id}")
-        if wait:
-            raise TooManyRequests("You have started many lab runs this hour", wait)
+        account_limiter.check(
+            f"{settings.queue_name}:lab:{user.id}", "You have started many lab runs this hour"
+        )
     return lab.submit(
         session=session, user_id=user.id or 0, size=body.size, experiments=body.experiments, address=address
     )
@@ -140,15 +139,13 @@ def api_start(
     guest_limiter: LabGuestLimiter,
     new_guest_limiter: GuestLimiter,
 ) -> JSONResponse:
-    run = _start(request, session, lab, (limiter, guest_limiter, new_guest_limiter), body)
+    run = _start(request, session, settings, lab, (limiter, guest_limiter, new_guest_limiter), body)
     return JSONResponse(run_json(run, settings), status_code=202)
 
 
 @router.get("/runs", response_model=list[LabRunPublic], response_model_exclude_unset=True)
 def api_list(session: SessionDep, settings: SettingsDep, user: Visitor) -> list[dict[str, Any]]:
-    runs = session.exec(
-        select(LabRun).where(LabRun.user_id == user.id).order_by(col(LabRun.created_at).desc()).limit(20)
-    ).all()
+    runs = recent_runs(session=session, user_id=user.id, limit=20)
     return [{k: v for k, v in run_json(r, settings).items() if k != "result"} for r in runs]
 
 
@@ -159,9 +156,7 @@ def api_get(run_id: str, session: SessionDep, settings: SettingsDep, user: Visit
 
 @pages.get("", response_class=HTMLResponse)
 def lab_page(request: Request, session: SessionDep, settings: SettingsDep, user: Visitor) -> HTMLResponse:
-    runs = session.exec(
-        select(LabRun).where(LabRun.user_id == user.id).order_by(col(LabRun.created_at).desc()).limit(10)
-    ).all()
+    runs = recent_runs(session=session, user_id=user.id, limit=10)
     return templates.TemplateResponse(
         request,
         "lab/index.html",
@@ -178,6 +173,7 @@ def lab_page(request: Request, session: SessionDep, settings: SettingsDep, user:
 def lab_form(
     request: Request,
     session: SessionDep,
+    settings: SettingsDep,
     lab: LabDep,
     limiter: LabLimiter,
     guest_limiter: LabGuestLimiter,
@@ -187,7 +183,7 @@ def lab_form(
 ) -> Response:
     body = LabRunCreate(size=size, experiments=experiments or [])
     try:
-        run = _start(request, session, lab, (limiter, guest_limiter, new_guest_limiter), body)
+        run = _start(request, session, settings, lab, (limiter, guest_limiter, new_guest_limiter), body)
     except ServiceError as exc:
         flash(request, exc.message, "error")
         return RedirectResponse("/lab", status_code=303)

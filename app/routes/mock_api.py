@@ -1,7 +1,7 @@
 """Timed mock interviews, the JSON API (/api/mock); the pages are app/routes/mock_pages.py.
 
 An interview belongs to the user who started it: anyone else gets 404 for it. The server owns
-the clock (app/services/mock): after the deadline, answers get 409. A MockError the service
+the clock (app/services/mock): after the deadline, answers get 409. A ServiceError the service
 raises reaches the client through the one ServiceError handler of app/main.py.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from app.deps import (
@@ -42,6 +42,7 @@ from app.routes.mock_views import (
     summary_json,
 )
 from app.services import mock as mocks
+from app.services.errors import Conflict
 from app.validation import RowId
 
 router = APIRouter(prefix="/api/mock", tags=["mock interviews"])
@@ -158,7 +159,7 @@ def post_score(
 def get_report(mock: OwnMock, session: SessionDep, catalog: CatalogDep, clock: ClockDep) -> dict[str, Any]:
     now = clock.now()
     if not mocks.close_if_due(session=session, mock=mock, now=now):
-        raise HTTPException(409, "The interview is still running: the report comes once the clock stops")
+        raise Conflict("The interview is still running: the report comes once the clock stops")
     return mocks.build_report(session=session, mock=mock, catalog=catalog, now=now).to_json()
 
 

@@ -2,7 +2,7 @@
 
 A report can be shared read-only at /mock/shared/<token> until the owner revokes the link. After
 the deadline an answer gets a flashed message. A refused form comes back with what was typed and
-the service's message beside the field it names (`MockError.field`; none: above the form).
+the service's message beside the field it names (`ServiceError.field`; none: above the form).
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 from starlette.datastructures import FormData
 
 from app.config import Settings
 from app.content.catalog import Catalog
 from app.cookie_session import flash
 from app.deps import CatalogDep, ClockDep, CsrfChecked, CurrentUser, SessionDep, SettingsDep, Visitor
-from app.models import MockInterview, Topic
+from app.models import MockInterview
 from app.routes.mock_views import (
     SHARED_HEADERS,
     OwnMock,
@@ -31,7 +31,8 @@ from app.routes.mock_views import (
     summary_json,
 )
 from app.services import mock as mocks
-from app.services.errors import ServiceError
+from app.services.cards import ordered_topics
+from app.services.errors import Conflict, InvalidInput, ServiceError
 from app.services.numeric import BYTE_UNITS
 from app.validation import MAX_ID, RowId
 from app.web import templates
@@ -58,7 +59,7 @@ def _setup_page(
     past = mocks.history(session=session, user_id=user_id)
     running = next((m for m in past if mocks.status(m, now) == "running"), None)
     rows = [(m, summary_json(session, m, catalog, now)) for m in past]
-    topics = session.exec(select(Topic).order_by(col(Topic.position))).all()
+    topics = ordered_topics(session=session)
     defaults = {"length": "30", "custom_minutes": "", "topics": [], "difficulty": "", "with_challenge": True}
     return templates.TemplateResponse(
         request,
@@ -133,8 +134,8 @@ def mock_create_form(
         mock = mocks.start_mock(
             session=session, user=user, spec=spec, catalog=catalog, settings=settings, now=now
         )
-    except mocks.MockError as exc:
-        if exc.status == 409:
+    except ServiceError as exc:
+        if isinstance(exc, Conflict):
             running = mocks.running_mock(session=session, user_id=user.id or 0, now=now)
             flash(request, exc.message, "error")
             return RedirectResponse(f"/mock/{running.id}" if running else "/mock", status_code=303)
@@ -238,7 +239,7 @@ def _act(
     """Run a form's action, flash `done` or the service's refusal, and go back to the interview."""
     try:
         action()
-    except ServiceError as exc:  # MockError, or NoSuchOption for a picked index the question lacks
+    except ServiceError as exc:  # a Conflict, or NoSuchOption for a picked index the question lacks
         flash(request, exc.message, "error")
     else:
         if done:
@@ -274,7 +275,7 @@ def mock_answer_form(
             text=text, value=value, unit=unit or None, picked=picked,
         )  # fmt: skip
     except ServiceError as exc:
-        if exc.status == 422 and (text or value) and mocks.status(mock, clock.now()) == "running":
+        if isinstance(exc, InvalidInput) and (text or value) and mocks.status(mock, clock.now()) == "running":
             # Refused as written (too long, or not a number): the same question again, with what was typed.
             typed = text.replace("\r\n", "\n").strip() if text else value
             return _run_page(

@@ -9,14 +9,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import Depends, HTTPException, Request
+from fastapi import Depends, Request
 from sqlmodel import Session
 
 from app.content.catalog import Catalog
 from app.deps import SessionDep, Visitor
-from app.models import Card, MockInterview, MockItem
+from app.models import MockInterview, MockItem
 from app.routes.challenge_models import submission_summary
 from app.services import mock as mocks
+from app.services.cards import get_card
+from app.services.errors import Gone, NotFound
 from app.validation import RowId
 
 # Headers of the shared report: the token must not leak through links, nor the page into search engines.
@@ -26,7 +28,7 @@ SHARED_HEADERS = {"Referrer-Policy": "no-referrer", "X-Robots-Tag": "noindex", "
 def find_mock(session: Session, user_id: int | None, mock_id: int) -> MockInterview:
     mock = mocks.get_mock(session=session, user_id=user_id or 0, mock_id=mock_id)
     if mock is None:
-        raise HTTPException(404, "Mock interview not found")
+        raise NotFound("Mock interview not found")
     return mock
 
 
@@ -44,8 +46,8 @@ def find_shared(session: Session, token: str) -> MockInterview:
     mock = mocks.get_shared(session=session, token=token)
     if mock is None:
         if mocks.was_revoked(session=session, token=token):
-            raise HTTPException(410, "This link was revoked by the report's owner: ask them for a new one.")
-        raise HTTPException(404, "Report not found")
+            raise Gone("This link was revoked by the report's owner: ask them for a new one.")
+        raise NotFound("Report not found")
     return mock
 
 
@@ -77,7 +79,8 @@ def current_view(
     view: dict[str, Any] = {"position": item.position, "kind": item.kind, "step": step}
     if item.kind == "challenge":
         return _challenge_view(session=session, item=item, catalog=catalog, with_code=with_code, view=view)
-    card = session.get(Card, item.card_id)
+    assert item.card_id is not None  # every question but the coding problem asks a card
+    card = get_card(session=session, card_id=item.card_id)
     assert card is not None
     if item.kind == "numeric":
         problem = item.payload["numeric"]

@@ -14,9 +14,17 @@ from starlette.concurrency import run_in_threadpool
 
 from app.config import Settings
 from app.content.catalog import Catalog
-from app.cookie_session import CSRF_KEY, FLASH_KEY, csrf_token, guest_token
-from app.deps import CatalogDep, ClockDep, SessionDep, SettingsDep, Visitor, find_user
-from app.models import User
+from app.cookie_session import CSRF_KEY, FLASH_KEY, csrf_token
+from app.deps import (
+    CatalogDep,
+    ClockDep,
+    EngineDep,
+    PersonalPagesDep,
+    SessionDep,
+    SettingsDep,
+    Visitor,
+    visitor,
+)
 from app.routes.public import Number, Public, Timestamp
 from app.services.personal_pages import PersonalPages, data_version, valid_until
 from app.services.progress import build_dashboard, dashboard_json
@@ -89,17 +97,23 @@ def api_progress(
 
 @pages.get("", response_class=HTMLResponse)
 async def progress_page(
-    request: Request, settings: SettingsDep, catalog: CatalogDep, clock: ClockDep
+    request: Request,
+    engine: EngineDep,
+    kept: PersonalPagesDep,
+    settings: SettingsDep,
+    catalog: CatalogDep,
+    clock: ClockDep,
 ) -> Response:
     # One hop to the thread pool for the session check, the data version and (on a miss) the
     # build: sync dependencies would each take a hop of their own, and queue behind each other.
-    return await run_in_threadpool(_progress_page, request, settings, catalog, clock.now())
+    return await run_in_threadpool(_progress_page, request, engine, kept, settings, catalog, clock.now())
 
 
-def _progress_page(request: Request, settings: Settings, catalog: Catalog, now: datetime) -> Response:
-    kept: PersonalPages = request.app.state.personal_pages
-    with Session(request.app.state.engine) as session:
-        user = find_user(request, session) or User(id=0, guest_token=guest_token(request))
+def _progress_page(
+    request: Request, engine: Engine, kept: PersonalPages, settings: Settings, catalog: Catalog, now: datetime
+) -> Response:
+    with Session(engine) as session:
+        user = visitor(request, session)
         # A visitor with no message waiting gets the page kept since their last write; those
         # without a user row (id 0: nothing written) share one.
         keep = user.id is not None and not request.session.get(FLASH_KEY)
@@ -131,5 +145,5 @@ def home_due_today(request: Request, engine: Engine, settings: Settings, now: da
     without one has only today's new cards.
     """
     with Session(engine) as session:
-        user = find_user(request, session) or User(id=0)
+        user = visitor(request, session)
         return due_counts(session=session, user=user, settings=settings, now=now).today

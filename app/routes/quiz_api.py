@@ -1,6 +1,6 @@
 """Quizzes, the JSON API (/api/quizzes); the pages are app/routes/quiz_pages.py.
 
-A QuizError the service raises reaches the client through the one ServiceError handler of
+A ServiceError the service raises reaches the client through the one ServiceError handler of
 app/main.py: these routes never catch it.
 """
 

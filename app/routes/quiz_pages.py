@@ -1,7 +1,7 @@
 """Quizzes, the pages (/quiz); the JSON API is app/routes/quiz_api.py.
 
 A refused form comes back with what was chosen or typed and the service's message beside the
-field it names (`QuizError.field`; none: above the form).
+field it names (`ServiceError.field`; none: above the form).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy import Engine
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
 from app.config import Settings
@@ -26,15 +26,16 @@ from app.deps import (
     SettingsDep,
     SiteDep,
     Visitor,
-    find_user,
+    visitor,
 )
-from app.models import Card, QuizItem, Topic, User
+from app.models import User
 from app.pages import guest_cached
 from app.routes.quiz_models import Difficulty, Kind, Mode, QuizCreate
 from app.routes.quiz_views import load_item, load_quiz, start
 from app.services import quiz as quizzes
 from app.services import quiz_learning
-from app.services.errors import ServiceError
+from app.services.cards import cards_by_id, get_topic, ordered_topics
+from app.services.errors import InvalidInput, ServiceError
 from app.services.numeric import BYTE_UNITS
 from app.services.scheduling import (
     RATING_NAMES,
@@ -62,7 +63,7 @@ def _start_page(
     status: int = 200,
 ) -> HTMLResponse:
     assert user.id is not None
-    topics = session.exec(select(Topic).order_by(col(Topic.position))).all()
+    topics = ordered_topics(session=session)
     return templates.TemplateResponse(
         request,
         "quiz/start.html",
@@ -113,7 +114,7 @@ def _start_page_for_visitor(
     request: Request, engine: Engine, settings: Settings, now: datetime, form: dict[str, Any]
 ) -> HTMLResponse:
     with Session(engine) as session:
-        user = find_user(request, session) or User(id=0)
+        user = visitor(request, session)
         return _start_page(request, session, user, settings, now=now, form=form)
 
 
@@ -146,7 +147,7 @@ def start_form(
     body = QuizCreate(mode=mode, topics=topics, difficulty=difficulty or None, size=size, kinds=kinds)
     try:
         quiz = start(session, user, settings, body, now)
-    except quizzes.QuizError as exc:
+    except ServiceError as exc:
         errors = {exc.field or "form": exc.message}
         return _start_page(
             request, session, user, settings, now=now, form=form, errors=errors, status=exc.status
@@ -170,9 +171,7 @@ def quiz_page(
     position = quizzes.current_position(items)
     if position is not None:
         return RedirectResponse(f"/quiz/{quiz_id}/items/{position}", status_code=303)
-    cards = {
-        c.id: c for c in session.exec(select(Card).where(col(Card.id).in_([i.card_id for i in items]))).all()
-    }
+    cards = cards_by_id(session=session, card_ids=[i.card_id for i in items])
     now = clock.now()
     return templates.TemplateResponse(
         request,
@@ -222,7 +221,7 @@ def _item_page(
     if item.kind == "recall" and quizzes.item_state(item) == "revealed":
         progress = get_progress(session=session, user_id=user.id, card_id=card.id)
         previews = preview_text(progress=progress, user=user, settings=settings, now=now)
-    topic = session.get(Topic, card.topic)
+    topic = get_topic(session=session, slug=card.topic)
     return templates.TemplateResponse(
         request,
         "quiz/item.html",
@@ -241,7 +240,7 @@ def _item_page(
             "answer_error": error,
             "undo": quiz_learning.undo_offer(session=session, quiz=quiz),
             "repeat": quiz_learning.queued_repeat(session=session, item=item),
-            "repeated_from": session.get(QuizItem, item.repeat_of) if item.repeat_of else None,
+            "repeated_from": quizzes.repeated_from(session=session, item=item),
         },
         status_code=status,
     )
@@ -267,8 +266,8 @@ def answer_form(
             session=session, user=user, item=item, settings=settings,
             text=answer, picked=picked, value=value, unit=unit or None, now=clock.now(),
         )  # fmt: skip
-    except ServiceError as exc:  # QuizError, or NoSuchOption for a picked index the question lacks
-        if exc.status == 422 and item.kind == "numeric":
+    except ServiceError as exc:  # a Conflict, or NoSuchOption for a picked index the question lacks
+        if isinstance(exc, InvalidInput) and item.kind == "numeric":
             return _item_page(
                 request, session, user, settings, quiz_id, position, clock.now(),
                 typed_value=value, error=exc.message, status=422,
@@ -296,7 +295,7 @@ def rate_form(
             session=session, user=user, item=item, rating=parse_rating(rating),
             key_points=key_points, settings=settings, now=now,
         )  # fmt: skip
-    except quizzes.QuizError as exc:
+    except ServiceError as exc:
         flash(request, exc.message, "error")
         return RedirectResponse(f"/quiz/{quiz_id}/items/{position}", status_code=303)
     if item.due_after is not None:

@@ -15,10 +15,10 @@ from pydantic import BaseModel
 
 from app.cookie_session import flash
 from app.deps import ClockDep, CsrfChecked, CurrentUser, SessionDep, SettingsDep
-from app.models import Card
 from app.routes.quiz_views import load_quiz  # the owner's quiz, else 404
 from app.services import quiz as quizzes
 from app.services import quiz_learning
+from app.services.cards import get_card
 from app.services.errors import ServiceError
 from app.services.scheduling import due_counts
 from app.validation import RowId
@@ -48,10 +48,10 @@ def api_undo(
     quiz_id: RowId, user: CurrentUser, session: SessionDep, settings: SettingsDep, clock: ClockDep
 ) -> UndoResult:
     """Take back the quiz's last rating: the question as it is now (rateable again) and the due counts.
-    An UndoError (409) goes to the app's one ServiceError handler."""
+    A Conflict goes to the app's one ServiceError handler."""
     quiz = load_quiz(session, user, quiz_id)
     item = quiz_learning.undo_last_rating(session=session, quiz=quiz, now=clock.now())
-    card = session.get(Card, item.card_id)
+    card = get_card(session=session, card_id=item.card_id)
     assert card is not None
     counts = due_counts(session=session, user=user, settings=settings, now=clock.now())
     due = DueNow(now=counts.due_now, today=counts.today)
@@ -66,7 +66,7 @@ def undo_form(quiz_id: RowId, request: Request, user: CurrentUser, session: Sess
     except ServiceError as exc:
         flash(request, exc.message, "error")
         return RedirectResponse(f"/quiz/{quiz_id}", status_code=303)
-    card = session.get(Card, item.card_id)
+    card = get_card(session=session, card_id=item.card_id)
     again = "rate it again" if item.kind == "recall" else "answer it again"
     flash(request, f"Rating undone: {card.title if card else item.card_id} is as it was before; {again}.")
     return RedirectResponse(f"/quiz/{quiz_id}/items/{item.position}", status_code=303)

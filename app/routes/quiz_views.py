@@ -8,14 +8,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from fastapi import HTTPException
 from fsrs import Rating
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from app.config import Settings
-from app.models import Card, Quiz, QuizItem, Topic, User
+from app.models import Card, Quiz, QuizItem, User
 from app.routes.quiz_models import QuizCreate
 from app.services import quiz as quizzes
+from app.services.cards import card_titles, get_card, topic_slugs
+from app.services.errors import InvalidInput, NotFound
 from app.services.scheduling import RATING_NAMES
 
 
@@ -23,25 +24,25 @@ def load_quiz(session: Session, user: User, quiz_id: int) -> Quiz:
     assert user.id is not None
     quiz = quizzes.get_quiz(session=session, user_id=user.id, quiz_id=quiz_id)
     if quiz is None:
-        raise HTTPException(404, "Quiz not found")
+        raise NotFound("Quiz not found")
     return quiz
 
 
 def load_item(session: Session, user: User, quiz_id: int, position: int) -> tuple[Quiz, QuizItem, Card]:
     quiz = load_quiz(session, user, quiz_id)
     item = quizzes.get_item(session=session, quiz=quiz, position=position)
-    card = session.get(Card, item.card_id) if item else None
+    card = get_card(session=session, card_id=item.card_id) if item else None
     if item is None or card is None:
-        raise HTTPException(404, "Question not found")
+        raise NotFound("Question not found")
     return quiz, item, card
 
 
 def start(session: Session, user: User, settings: Settings, body: QuizCreate, now: datetime) -> Quiz:
-    """Start the quiz the body describes; QuizError (its `field` named) when it cannot."""
-    known = set(session.exec(select(Topic.slug)).all())
+    """Start the quiz the body describes; InvalidInput (its `field` named) when it cannot."""
+    known = topic_slugs(session=session)
     unknown = [t for t in body.topics if t not in known]
     if unknown:
-        raise quizzes.QuizError(f"Unknown topic {unknown[0]!r}", 422, "topics")
+        raise InvalidInput(f"Unknown topic {unknown[0]!r}", "topics")
     spec = quizzes.QuizSpec(
         mode=body.mode,
         topics=tuple(body.topics),
@@ -54,9 +55,7 @@ def start(session: Session, user: User, settings: Settings, body: QuizCreate, no
 
 def quiz_json(session: Session, quiz: Quiz) -> dict[str, Any]:
     items = quizzes.quiz_items(session=session, quiz=quiz)
-    titles = dict(
-        session.exec(select(Card.id, Card.title).where(col(Card.id).in_([i.card_id for i in items]))).all()
-    )
+    titles = card_titles(session=session, card_ids=[i.card_id for i in items])
     return {
         "id": quiz.id,
         "mode": quiz.mode,

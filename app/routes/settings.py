@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Form, HTTPException, Request
+from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel
 from sqlmodel import Session
@@ -93,10 +93,7 @@ def api_fit(
 ) -> SchedulingPublic:
     """Queue a fit of the user's FSRS parameters: 422 with too few reviews, 409 while one is under way."""
     now = clock.now()
-    try:
-        fits.submit(session=session, user=user, now=now)
-    except ServiceError as exc:  # its detail stays a string, a 422 included, as the API has answered
-        raise HTTPException(exc.status, exc.message) from None
+    fits.submit(session=session, user=user, now=now)
     return scheduling_json(session, user, settings, now)
 
 

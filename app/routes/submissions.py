@@ -7,11 +7,21 @@ import contextlib
 import time
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Query, Request
+from sqlalchemy import Engine
 from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
-from app.deps import ChallengeDep, CurrentUser, GradingDep, SessionDep, SubmitAllowed, find_user
+from app.deps import (
+    ChallengeDep,
+    CurrentUser,
+    EngineDep,
+    GradingDep,
+    SessionDep,
+    SubmitAllowed,
+    VerdictWaitsDep,
+    find_user,
+)
 from app.models import Submission
 from app.routes.challenge_models import (
     SubmissionCode,
@@ -21,6 +31,8 @@ from app.routes.challenge_models import (
     submission_public,
     verdict_public,
 )
+from app.services.errors import NotFound
+from app.services.submissions import own_submission
 
 router = APIRouter(prefix="/api", tags=["submissions"])
 # The longest a long-poll may wait; a client asks again after an answer still "queued"/"running".
@@ -41,20 +53,16 @@ def create_submission(
     return submission_public(submission)
 
 
-def _own_submission(request: Request, submission_id: str) -> Submission | None:
+def _own_submission(request: Request, engine: Engine, submission_id: str) -> Submission | None:
     """The visitor's submission, detached from its session; None when missing or someone else's."""
-    with Session(request.app.state.engine) as session:
+    with Session(engine) as session:
         user = find_user(request, session)
-        submission = session.get(Submission, submission_id)
-        # Someone else's submission is indistinguishable from a missing one.
-        if submission is None or user is None or submission.user_id != user.id:
-            return None
-        session.expunge(submission)
-        return submission
+        user_id = user.id if user is not None else None
+        return own_submission(session=session, user_id=user_id, submission_id=submission_id)
 
 
-def _load_for(request: Request, submission_id: str) -> SubmissionPublic | None:
-    submission = _own_submission(request, submission_id)
+def _load_for(request: Request, engine: Engine, submission_id: str) -> SubmissionPublic | None:
+    submission = _own_submission(request, engine, submission_id)
     return submission_public(submission) if submission is not None else None
 
 
@@ -62,6 +70,8 @@ def _load_for(request: Request, submission_id: str) -> SubmissionPublic | None:
 async def get_submission(
     submission_id: str,
     request: Request,
+    engine: EngineDep,
+    waits: VerdictWaitsDep,
     wait: Annotated[
         float,
         Query(
@@ -71,12 +81,11 @@ async def get_submission(
         ),
     ] = 0,
 ) -> SubmissionPublic:
-    found = await run_in_threadpool(_load_for, request, submission_id)
+    found = await run_in_threadpool(_load_for, request, engine, submission_id)
     if found is None:
-        raise HTTPException(404, "Submission not found")
+        raise NotFound("Submission not found")
     if wait <= 0 or found.status == SubmissionStatus.DONE:
         return found
-    waits = request.app.state.verdict_waits
     entry = waits.register(submission_id)
     deadline = time.monotonic() + wait
     try:
@@ -90,18 +99,18 @@ async def get_submission(
             if entry.payload is not None:
                 found = verdict_public(submission_id, entry.payload)
                 break
-            found = await run_in_threadpool(_load_for, request, submission_id)
+            found = await run_in_threadpool(_load_for, request, engine, submission_id)
     finally:
         waits.unregister(submission_id, entry)
     if found is None:
-        raise HTTPException(404, "Submission not found")
+        raise NotFound("Submission not found")
     return found
 
 
 @router.get("/submissions/{submission_id}/code", response_model=SubmissionCode)
-def get_submission_code(submission_id: str, request: Request) -> SubmissionCode:
+def get_submission_code(submission_id: str, request: Request, engine: EngineDep) -> SubmissionCode:
     """A past attempt's code, to read it again or load it into the editor (404 if not the visitor's)."""
-    submission = _own_submission(request, submission_id)
+    submission = _own_submission(request, engine, submission_id)
     if submission is None:
-        raise HTTPException(404, "Submission not found")
+        raise NotFound("Submission not found")
     return submission_code(submission)

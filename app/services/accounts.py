@@ -33,7 +33,7 @@ from app.models import (
     User,
     utcnow,
 )
-from app.services.errors import ServiceError
+from app.services.errors import Conflict, Forbidden, InvalidInput
 
 # Every table with a `user_id` column, children before parents (the order deletion needs).
 # tests/services/test_accounts.py fails when a table with a user_id is missing here.
@@ -50,16 +50,6 @@ USER_TABLES: tuple[type[SQLModel], ...] = (
 )
 
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-
-
-class AccountError(ServiceError):
-    """A sign-up or log-in the user can fix; `field` names the form field it is about."""
-
-    default_status = 422
-    field: str  # always names a form field
-
-    def __init__(self, message: str, field: str = "email", status: int | None = None) -> None:
-        super().__init__(message, status, field)
 
 
 def normalize_email(email: str) -> str:
@@ -114,13 +104,13 @@ def end_sessions(*, session: Session, user: User) -> None:
 
 def change_password(*, session: Session, user: User, current: str, new: str, settings: Settings) -> None:
     """Check the current password, store the new one, end every session (the caller signs the
-    current one in again). Raises AccountError naming the field at fault. Commits."""
+    current one in again). Raises a ServiceError naming the field at fault. Commits."""
     hasher = password_hasher(settings)
     if user.password_hash is None or not hasher.verify(current, user.password_hash):
-        raise AccountError("That is not your current password.", "current_password", 403)
+        raise Forbidden("That is not your current password.", "current_password")
     problems = check_credentials(email=user.email or "", password=new, settings=settings)
     if "password" in problems:
-        raise AccountError(problems["password"], "new_password")
+        raise InvalidInput(problems["password"], "new_password")
     user.password_hash = hasher.hash(new)
     user.session_version += 1
     session.add(user)
@@ -140,9 +130,9 @@ def create_account(
     problems = check_credentials(email=email, password=password, settings=settings)
     if problems:
         field, message = next(iter(problems.items()))
-        raise AccountError(message, field)
+        raise InvalidInput(message, field)
     if find_account(session=session, email=email) is not None:
-        raise AccountError("That email already has an account: log in instead.", "email", 409)
+        raise Conflict("That email already has an account: log in instead.", "email")
     user = guest if guest is not None and guest.is_guest else User()
     user.email = email
     user.password_hash = password_hasher(settings).hash(password)
@@ -153,7 +143,7 @@ def create_account(
         session.commit()
     except IntegrityError:  # the same email, signed up a moment ago by another request
         session.rollback()
-        raise AccountError("That email already has an account: log in instead.", "email", 409) from None
+        raise Conflict("That email already has an account: log in instead.", "email") from None
     session.refresh(user)
     return user
 

@@ -112,7 +112,7 @@ class CalcError(InvalidInput, ValueError):
     field: str  # always names a field
 
     def __init__(self, field_name: str, message: str) -> None:
-        super().__init__(f"{field_name}: {message}", None, field_name)
+        super().__init__(f"{field_name}: {message}", field_name)
         self.hint = message
 
     def __str__(self) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -135,3 +136,29 @@ def topic_counts(*, session: Session) -> list[tuple[Topic, int]]:
     )
     topics = session.exec(select(Topic).order_by(col(Topic.position))).all()
     return [(t, int(counts.get(t.slug, 0))) for t in topics]
+
+
+def has_topic(*, session: Session, slug: str) -> bool:
+    return session.get(Topic, slug) is not None
+
+
+def get_topic(*, session: Session, slug: str) -> Topic | None:
+    return session.get(Topic, slug)
+
+
+def ordered_topics(*, session: Session) -> list[Topic]:
+    """Every topic, in the order the bank lists them."""
+    return list(session.exec(select(Topic).order_by(col(Topic.position))).all())
+
+
+def topic_slugs(*, session: Session) -> set[str]:
+    return set(session.exec(select(Topic.slug)).all())
+
+
+def cards_by_id(*, session: Session, card_ids: Sequence[str]) -> dict[str, Card]:
+    """The cards of these ids (retired ones included: a past quiz still names them)."""
+    return {c.id: c for c in session.exec(select(Card).where(col(Card.id).in_(card_ids))).all()}
+
+
+def card_titles(*, session: Session, card_ids: Sequence[str]) -> dict[str, str]:
+    return dict(session.exec(select(Card.id, Card.title).where(col(Card.id).in_(card_ids))).all())

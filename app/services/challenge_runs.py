@@ -13,8 +13,16 @@ per visitor and per client address, are counted in the database for all of them.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
+
+from anyio import to_thread
+
+from app.config import Settings
+from app.services.errors import InvalidInput, TooManyRequests
+from graders.examples import InvalidRunInput, spec_for
+from graders.examples.run import RunResult, run_examples
 
 
 class RunsInProgress:
@@ -55,3 +63,48 @@ class RunsInProgress:
     def __len__(self) -> int:
         with self._lock:
             return len(self._running)
+
+
+def run_schema(slug: str) -> dict[str, Any]:
+    """The challenge's visible examples and the parameters of its custom input, as the API sends them."""
+    return {"challenge": slug, **spec_for(slug).to_json()}
+
+
+def custom_values(slug: str, given: Mapping[str, object] | None) -> dict[str, Any] | None:
+    """The custom input checked against the challenge's parameters, defaults filled in (None: none
+    given). InvalidInput points at the refused parameter (["body", "input", name])."""
+    if given is None:
+        return None
+    try:
+        return spec_for(slug).validate(given)
+    except InvalidRunInput as exc:
+        loc = ["body", "input", exc.field] if exc.field else ["body", "input"]
+        raise InvalidInput(exc.message, loc=loc) from None
+
+
+async def run_for(
+    runs: RunsInProgress,
+    visitor: str,
+    settings: Settings,
+    slug: str,
+    code: str,
+    values: dict[str, Any] | None,
+) -> RunResult:
+    """One Run of `visitor`'s code, in a worker thread; TooManyRequests while another of theirs runs."""
+    with runs.claim(visitor) as claimed:
+        if not claimed:
+            raise TooManyRequests("Your previous run is still going: wait for its results", 1)
+        return await to_thread.run_sync(_run_in_a_slot, runs, settings, slug, code, values)
+
+
+def _run_in_a_slot(
+    runs: RunsInProgress, settings: Settings, slug: str, code: str, values: dict[str, Any] | None
+) -> RunResult:
+    """The Run on one of the Runs' own sandbox slots; TooManyRequests when none frees up in time."""
+    with runs.slot(settings.run_slot_wait_s) as got:
+        if not got:
+            raise TooManyRequests(
+                "The server is busy running other people's code: try again in a few seconds",
+                max(1, round(settings.run_slot_wait_s)),
+            )
+        return run_examples(slug, code, values, settings.grader_limits())

@@ -1,45 +1,95 @@
-"""One family for every error a user can fix: what to say, which HTTP status, which form field.
+"""One family for every refusal a request can get: what to say, which HTTP status, which form field.
 
-Services raise these; routes never catch them to translate. The API's handler in `app.main`
-answers ``{"detail": message, "field": field}`` with ``status``; a page that posts a form shows
-the message beside the field it names (``None``: above the form).
+Services and dependencies raise these kinds; routes never catch them to translate, and nothing
+raises HTTPException. The one handler (`app.error_handlers`) answers ``{"detail": message, "field":
+field}`` with the kind's ``status`` (a 422's detail a list of one validation error); a page that
+posts a form shows the message beside the field it names (``None``: above the form).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class ServiceError(Exception):
-    """A request the user can fix: `message` says how, `status` is the HTTP status to answer with,
-    `field` names the form field or JSON key it is about (None when it is about the whole request)."""
+    """A refusal: `message` says how to get past it, `field` names the form field or JSON key it is
+    about (None when it is about the whole request). Raise one of the kinds below, whose class
+    says the HTTP status."""
 
-    default_status = 409
+    status = 400
 
-    def __init__(self, message: str, status: int | None = None, field: str | None = None) -> None:
+    def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.message = message
-        self.status = self.default_status if status is None else status
         self.field = field
+
+
+class Unauthorized(ServiceError):
+    """Credentials that do not match an account."""
+
+    status = 401
+
+
+class Forbidden(ServiceError):
+    """The visitor is known, and this is not theirs to do (a wrong password, an expired form)."""
+
+    status = 403
 
 
 class NotFound(ServiceError):
     """The thing asked for does not exist, or is not this user's to see (the same answer on purpose:
     a stranger must not learn which ids exist)."""
 
-    default_status = 404
+    status = 404
+
+
+class Conflict(ServiceError):
+    """A request that does not fit the state of what it acts on (an interview already over, a
+    question already answered, an email already taken)."""
+
+    status = 409
+
+
+class Gone(ServiceError):
+    """The thing existed and its owner withdrew it (a revoked share link)."""
+
+    status = 410
+
+
+class TooLarge(ServiceError):
+    """A body over a size limit."""
+
+    status = 413
+
+
+class NotReady(ServiceError):
+    """A well-formed request the user's data cannot support yet (too few reviews to fit their own
+    parameters): 422, its detail a sentence rather than a validation error, since no value sent
+    was wrong."""
+
+    status = 422
 
 
 class InvalidInput(ServiceError):
-    """A value the user typed or sent that cannot be used as it is."""
+    """A value the user typed or sent that cannot be used as it is.
 
-    default_status = 422
+    `loc` is where the API's validation error points (``["body"]`` unless given), as FastAPI's own
+    validation errors do: ``["body", "input", "d"]`` for one parameter of a Run's custom input.
+    """
+
+    status = 422
+
+    def __init__(self, message: str, field: str | None = None, *, loc: Sequence[str] = ("body",)) -> None:
+        super().__init__(message, field)
+        self.loc = list(loc)
 
 
 class TooManyRequests(ServiceError):
     """A rate limit the user hit: `retry_after` seconds until it lets them through (the API sends it
     as the Retry-After header)."""
 
-    default_status = 429
+    status = 429
 
     def __init__(self, message: str, retry_after: int, field: str | None = None) -> None:
-        super().__init__(message, None, field)
+        super().__init__(message, field)
         self.retry_after = retry_after

@@ -23,7 +23,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col, select
 
-from app.config import Settings, get_settings
+from app.config import Settings
 from app.models import Submission
 from app.services.embedded_queue import (
     ConsumerLock,
@@ -52,9 +52,9 @@ def make_huey(settings: Settings) -> Huey:
 def grade_submission(
     engine: Engine,
     submission_id: str,
+    settings: Settings,
     limits: Limits | None = None,
     topics: Mapping[str, Sequence[str]] | None = None,
-    settings: Settings | None = None,
     on_done: Callable[[str, dict[str, Any]], None] | None = None,
     keeper: LeaseKeeper | None = None,
 ) -> bool:
@@ -70,7 +70,6 @@ def grade_submission(
     """
     from graders.runner import grade
 
-    settings = settings or get_settings()
     budget = settings.grading_db_retry_s
     try:
         token = with_db_retries(
@@ -193,7 +192,7 @@ class GradingQueue:
 
         @self.huey.task(name=TASK_NAME)
         def _grade(submission_id: str) -> None:
-            grade_submission(engine, submission_id, limits, topics, settings, self._notify, self.keeper)
+            grade_submission(engine, submission_id, settings, limits, topics, self._notify, self.keeper)
 
         self._task = _grade
         # Started with the consumer and stopped with it: the lab's dispatcher runs where the queue

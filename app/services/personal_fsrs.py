@@ -36,7 +36,7 @@ from sqlmodel import Session, col, select
 from app.config import Settings
 from app.models import FsrsFit, Review, User, utcnow
 from app.services.child_jobs import child_task, die_with_parent, start_child
-from app.services.errors import ServiceError
+from app.services.errors import Conflict, NotReady, ServiceError
 from app.services.scheduling import parameters_for
 
 log = logging.getLogger("kvprep.fsrs_fit")
@@ -52,10 +52,6 @@ FIT_STALE = timedelta(minutes=15)
 # bank) five times; 2,880 counted reviews took 90 s on a machine loaded 5x over (scheduling.md).
 FIT_TIME_LIMIT_S = 600
 FIT_NICE = 10
-
-
-class FitError(ServiceError):
-    """A fit request that cannot go ahead now (too few reviews, one already under way)."""
 
 
 def _histories(session: Session, user_id: int) -> dict[str, list[tuple[datetime, int]]]:
@@ -168,27 +164,27 @@ def fit_error(fit: FsrsFit | None, now: datetime) -> str | None:
 
 
 def request_fit(*, session: Session, user: User, now: datetime | None = None) -> FsrsFit:
-    """Store a queued fit for this user; FitError when there is too little data or one is under way."""
+    """Store a queued fit for this user.
+
+    NotReady when there is too little data, Conflict when one is under way or nothing is new.
+    """
     now = now or utcnow()
     assert user.id is not None
     state = personal_scheduling(session=session, user=user, now=now)
     if state.fit_pending:
-        raise FitError("A fit is already under way: this page shows its result when it is done.", 409)
+        raise Conflict("A fit is already under way: this page shows its result when it is done.")
     if (
         state.personal
         and state.fit is not None
         and state.fit.status == "done"
         and state.fit.reviews == state.counted
     ):
-        raise FitError(
-            "Your parameters are already fitted to these reviews: fit again after more reviews.", 409
-        )
+        raise Conflict("Your parameters are already fitted to these reviews: fit again after more reviews.")
     if state.needed:
-        raise FitError(
+        raise NotReady(
             f"Too few reviews to fit: the optimizer needs {FIT_MIN_REVIEWS} reviews made a day or more "
             f"after the card's previous one, and you have {state.counted}. "
-            f"{state.needed} more to go.",
-            422,
+            f"{state.needed} more to go."
         )
     fit = FsrsFit(id=secrets.token_hex(12), user_id=user.id, reviews=state.counted, created_at=now)
     session.add(fit)
@@ -225,11 +221,11 @@ def run_fit(engine: Engine, fit_id: str) -> FsrsFit | None:
         started = time.perf_counter()
         try:
             if fit.reviews < FIT_MIN_REVIEWS:  # reviews undone since the request
-                raise FitError(f"Too few reviews to fit: {fit.reviews} of {FIT_MIN_REVIEWS}.")
+                raise Conflict(f"Too few reviews to fit: {fit.reviews} of {FIT_MIN_REVIEWS}.")
             parameters = fit_parameters(logs)
         except Exception as exc:  # the row says what went wrong; the worker goes on
             log.exception("fsrs fit %s failed", fit_id)
-            message = exc.message if isinstance(exc, FitError) else _describe(exc)
+            message = exc.message if isinstance(exc, ServiceError) else _describe(exc)
             fit.status, fit.error = "failed", message[:500]
         else:
             fit.status, fit.parameters = "done", parameters

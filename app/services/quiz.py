@@ -26,18 +26,15 @@ from fsrs import Rating
 from sqlmodel import Session, col, select
 
 from app.config import Settings
+from app.enums import QuizMode
 from app.models import Card, CardProgress, Quiz, QuizItem, User, utcnow
 from app.services import key_point_suggestions, questions, quiz_learning, scheduling
 from app.services.card_content import content
-from app.services.errors import ServiceError
+from app.services.errors import Conflict, InvalidInput
 from app.services.questions import KINDS
 
-MODES = ("topics", "due", "weakest")
+MODES = tuple(QuizMode)
 MAX_TYPED_ANSWER = 5000
-
-
-class QuizError(ServiceError):
-    """A request that does not fit the quiz's state; `status` is the HTTP status to answer with."""
 
 
 @dataclass(frozen=True)
@@ -115,22 +112,22 @@ _unquote = questions.unquote
 def start_quiz(
     *, session: Session, user: User, spec: QuizSpec, settings: Settings, now: datetime | None = None
 ) -> Quiz:
-    """Choose the cards and freeze every question; QuizError(422) when nothing matches."""
+    """Choose the cards and freeze every question; InvalidInput when nothing matches."""
     now = now or utcnow()
     assert user.id is not None
     if spec.mode not in MODES:
-        raise QuizError(f"Unknown mode {spec.mode!r}", 422, "mode")
+        raise InvalidInput(f"Unknown mode {spec.mode!r}", "mode")
     if not 1 <= spec.size <= settings.quiz_max_size:
-        raise QuizError(f"A quiz has 1 to {settings.quiz_max_size} cards", 422, "size")
+        raise InvalidInput(f"A quiz has 1 to {settings.quiz_max_size} cards", "size")
     kinds = tuple(k for k in KINDS if k in spec.kinds)
     if not kinds or len(kinds) != len(set(spec.kinds)):
-        raise QuizError("Choose question kinds among recall, choice and numeric", 422, "kinds")
+        raise InvalidInput("Choose question kinds among recall, choice and numeric", "kinds")
     spec = QuizSpec(spec.mode, spec.topics, spec.difficulty, spec.size, kinds, spec.seed)
     cards = select_cards(session=session, user=user, spec=spec, settings=settings, now=now)
     if not cards:
         if spec.mode == "due":
-            raise QuizError("Nothing is due right now. Start a quiz by topic, or come back later.", 422)
-        raise QuizError("No card matches those choices.", 422)
+            raise InvalidInput("Nothing is due right now. Start a quiz by topic, or come back later.")
+        raise InvalidInput("No card matches those choices.")
     rng = random.Random(spec.seed if spec.seed is not None else secrets.randbits(64))
     by_topic = questions.cards_by_topic(session=session)
     planned: list[tuple[Card, str, dict[str, Any]]] = []
@@ -197,6 +194,11 @@ def get_item(*, session: Session, quiz: Quiz, position: int) -> QuizItem | None:
     ).first()
 
 
+def repeated_from(*, session: Session, item: QuizItem) -> QuizItem | None:
+    """The earlier question this one asks again, if it is a repeat."""
+    return session.get(QuizItem, item.repeat_of) if item.repeat_of else None
+
+
 def current_position(items: Sequence[QuizItem]) -> int | None:
     """The first question not yet rated; None once the quiz is done."""
     return next((i.position for i in items if i.rated_at is None), None)
@@ -257,7 +259,7 @@ def answer_item(
     """Record an answer. Recall reveals the strong answer (rated next); choice and numeric rate themselves."""
     now = now or utcnow()
     if item.answered_at is not None:
-        raise QuizError("This question is already answered")
+        raise Conflict("This question is already answered")
     rating: Rating | None = None
     if item.kind == "recall":
         item.response = {"answer": (text or "").strip()[:MAX_TYPED_ANSWER]}
@@ -275,7 +277,7 @@ def answer_item(
         if result.given is None:
             # Not a number in a unit this question takes ("about 3 gigs", a size for a count):
             # nothing is graded or revealed; the page says why and asks again.
-            raise QuizError(result.message, 422)
+            raise InvalidInput(result.message)
         item.response = {"value": value or "", "unit": unit, "given": result.given, "message": result.message}
         item.correct = result.correct
         rating = Rating.Good if result.correct else Rating.Again
@@ -301,11 +303,11 @@ def rate_item(
     """Rate a revealed recall question, with the key points the user says they got."""
     now = now or utcnow()
     if item.kind != "recall":
-        raise QuizError("This question rated itself when you answered it")
+        raise Conflict("This question rated itself when you answered it")
     if item.answered_at is None:
-        raise QuizError("Reveal the strong answer before rating")
+        raise Conflict("Reveal the strong answer before rating")
     if item.rated_at is not None:
-        raise QuizError("This question is already rated")
+        raise Conflict("This question is already rated")
     card = session.get(Card, item.card_id)
     n_points = len(content(card).key_points) if card else 0
     ticked = sorted({i for i in key_points if 0 <= i < n_points})

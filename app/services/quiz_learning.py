@@ -29,16 +29,12 @@ from sqlmodel import Session, col, select
 
 from app.models import Card, CardProgress, Quiz, QuizItem, Review
 from app.services import questions, scheduling
-from app.services.errors import ServiceError
+from app.services.errors import Conflict
 
 # How many times one card comes back within one quiz: enough to see it through, never a loop.
 MAX_REPEATS = 3
 # Draws of a choice question's options tried for a set not yet shown in this quiz.
 CHOICE_REDRAWS = 8
-
-
-class UndoError(ServiceError):
-    """An undo that cannot be done (nothing to undo, or the card has been rated since)."""
 
 
 def _items(session: Session, quiz_id: int | None) -> list[QuizItem]:
@@ -189,11 +185,11 @@ def undo_last_rating(*, session: Session, quiz: Quiz, now: datetime | None = Non
     """Take back the quiz's last rating, exactly. The caller has checked the quiz is the user's. Commits."""
     item = _last_rated(session, quiz)
     if item is None:
-        raise UndoError("Nothing to undo: no question of this quiz is rated yet.", 409)
+        raise Conflict("Nothing to undo: no question of this quiz is rated yet.")
     review = _its_review(session, item)
     blocker = _undo_blocker(session, item, review)
     if blocker is not None:
-        raise UndoError(blocker, 409)
+        raise Conflict(blocker)
     assert review is not None
     progress = scheduling.get_progress(session=session, user_id=review.user_id, card_id=review.card_id)
     assert progress is not None

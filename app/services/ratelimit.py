@@ -11,6 +11,8 @@ from limits import RateLimitItem, parse
 from limits.storage import Storage, storage_from_string
 from limits.strategies import MovingWindowRateLimiter
 
+from app.services.errors import TooManyRequests
+
 
 class RateLimiter:
     def __init__(self, rule: str, storage: str | Storage = "memory://") -> None:
@@ -24,3 +26,10 @@ class RateLimiter:
             return 0
         reset = self._limiter.get_window_stats(self._item, key).reset_time
         return max(1, math.ceil(reset - time.time()))
+
+    def check(self, key: str, message: str, field: str | None = None) -> None:
+        """Count one event for key; past the limit, TooManyRequests with `message` ("{wait}" in it
+        becomes the seconds to wait). Every limit a request can hit is checked here."""
+        wait = self.hit(key)
+        if wait:
+            raise TooManyRequests(message.replace("{wait}", str(wait)), wait, field)

@@ -74,7 +74,16 @@ def read_study_form(retention: str, interview_date: str, *, today: date) -> Stud
 def save_study_form(*, session: Session, user: User, form: StudyForm) -> None:
     """Store a form without errors. Commits."""
     assert not form.errors
-    user.desired_retention = form.retention_value
-    user.interview_date = form.interview_value
+    save_study_settings(
+        session=session, user=user, retention=form.retention_value, interview_date=form.interview_value
+    )
+
+
+def save_study_settings(
+    *, session: Session, user: User, retention: float | None, interview_date: date | None
+) -> None:
+    """Store the user's retention target and interview date (None: the defaults). Commits."""
+    user.desired_retention = retention
+    user.interview_date = interview_date
     session.add(user)
     session.commit()

@@ -168,7 +168,7 @@ def test_one_run_per_visitor_is_claimed_and_released() -> None:
 def test_cookieless_runs_are_limited_per_address(client: TestClient) -> None:
     """Each cookieless request is a new visitor; the address's own count still stops them."""
     limit = client.app.state.settings.runs_per_address_per_minute  # type: ignore[attr-defined]
-    client.app.state.run_ip_limiter = RateLimiter("2/minute", "memory://")  # type: ignore[attr-defined]
+    client.app.state.limiters.run_ip = RateLimiter("2/minute", "memory://")  # type: ignore[attr-defined]
     codes = [
         run(TestClient(client.app, client=("10.1.0.7", 50000 + i)), "x = 1\n").status_code for i in range(3)
     ]

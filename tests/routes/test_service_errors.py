@@ -7,7 +7,8 @@ import re
 
 from fastapi.testclient import TestClient
 
-from tests.services.factories import PASSWORD, csrf, signup
+from app.main import create_app
+from tests.services.factories import BODYLESS, PASSWORD, csrf, fast_settings, other_client, signup
 
 
 def _fieldset(html: str, legend: str) -> str:
@@ -79,3 +80,40 @@ def test_a_made_up_option_is_refused_by_the_api_and_the_page_alike(client: TestC
     assert page.status_code == 200 and "No such option" in page.text and 'name="picked"' in page.text
     still_open = client.get(f"/api/quizzes/{quiz['id']}").json()["items"][0]
     assert still_open["state"] == "open"
+
+
+def test_the_json_of_a_404_and_a_422_keeps_its_shape(client: TestClient) -> None:
+    """Clients read these bodies: a sentence under `detail` (a list of validation errors for a
+    422, whoever raised it), nothing else."""
+    missing = client.get("/api/cards/no-such-card")
+    assert (missing.status_code, missing.json()) == (404, {"detail": "Card not found"})
+    unknown_path = client.get("/api/no-such-thing")
+    assert (unknown_path.status_code, unknown_path.json()) == (404, {"detail": "Not Found"})
+    malformed = client.post("/api/quizzes", json={"size": "many"})
+    assert malformed.status_code == 422
+    [problem] = malformed.json()["detail"]
+    assert set(malformed.json()) == {"detail"} and set(problem) == {"loc", "msg", "type"}
+    assert problem["loc"] == ["body", "size"]
+    run = client.post(
+        "/api/challenges/kv-cache-bytes/run", json={"code": "x = 1", "input": {"no_such_parameter": 1}}
+    )
+    assert run.status_code == 422 and set(run.json()) == {"detail"}
+    assert run.json()["detail"][0]["loc"][:2] == ["body", "input"]
+
+
+def test_the_json_of_a_429_keeps_its_shape(db_url: str) -> None:
+    with TestClient(create_app(fast_settings(db_url, login_attempts_per_minute=1))) as client:
+        signup(other_client(client), "shape@example.com")
+        wrong = {"email": "shape@example.com", "password": "not it"}
+        assert client.post("/api/auth/login", json=wrong).status_code == 401
+        limited = client.post("/api/auth/login", json=wrong)
+    assert limited.status_code == 429
+    wait = int(limited.headers["Retry-After"])
+    assert wait >= 1 and limited.json() == {"detail": f"Too many log-in attempts: try again in {wait} s"}
+
+
+def test_a_fit_refused_for_too_few_reviews_says_so_in_a_sentence(client: TestClient) -> None:
+    """Nothing the visitor sent was wrong: the 422's detail is a sentence, not a validation error."""
+    refused = client.post("/api/settings/scheduling/fit", headers=BODYLESS)
+    assert refused.status_code == 422 and set(refused.json()) == {"detail"}
+    assert isinstance(refused.json()["detail"], str) and "more to go" in refused.json()["detail"]

@@ -13,6 +13,7 @@ from app.config import Settings
 from app.db import make_engine
 from app.models import Card, FsrsFit, Review, User
 from app.services import personal_fsrs, scheduling
+from app.services.errors import ServiceError
 from tests.services.factories import make_user
 from tests.services.fsrs_logs import add_review_log
 
@@ -49,7 +50,7 @@ def test_the_threshold_is_where_fsrs_starts_to_learn(db: Session) -> None:
     logs = personal_fsrs.review_logs(session=db, user_id=user.id)
     assert all(isinstance(log, ReviewLog) and isinstance(log.rating, Rating) for log in logs)
     assert Optimizer(logs).compute_optimal_parameters() == list(DEFAULT_PARAMETERS)
-    with pytest.raises(personal_fsrs.FitError, match="2 more to go") as refused:
+    with pytest.raises(ServiceError, match="2 more to go") as refused:
         personal_fsrs.request_fit(session=db, user=user, now=NOW)
     assert refused.value.status == 422
     assert db.exec(select(FsrsFit)).all() == []
@@ -64,7 +65,7 @@ def test_a_fit_gives_personal_parameters_the_scheduler_then_uses(
     after = add_review_log(db, user.id, cards=100, reviews_per_card=7)
     fit = personal_fsrs.request_fit(session=db, user=user, now=after)
     assert fit.status == "queued" and fit.reviews == 600
-    with pytest.raises(personal_fsrs.FitError, match="already under way") as twice:
+    with pytest.raises(ServiceError, match="already under way") as twice:
         personal_fsrs.request_fit(session=db, user=user, now=after)
     assert twice.value.status == 409
 
@@ -77,7 +78,7 @@ def test_a_fit_gives_personal_parameters_the_scheduler_then_uses(
     assert mine is not None and mine.fsrs_parameters == done.parameters
     assert len(mine.fsrs_parameters) == 21 and mine.fsrs_parameters != list(DEFAULT_PARAMETERS)
 
-    with pytest.raises(personal_fsrs.FitError, match="already fitted"):  # nothing new to learn from
+    with pytest.raises(ServiceError, match="already fitted"):  # nothing new to learn from
         personal_fsrs.request_fit(session=db, user=mine, now=after)
 
     scheduler = scheduling.scheduler_for(user=mine, settings=settings, now=after)

@@ -13,6 +13,7 @@ from app.config import Settings
 from app.models import Card, QuizItem
 from app.services import numeric, scheduling
 from app.services import quiz as quizzes
+from app.services.errors import ServiceError
 from tests.services.factories import make_user
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -142,11 +143,11 @@ def test_numeric_only_quiz_takes_only_cards_with_numbers(db: Session, settings: 
 
 def test_start_quiz_refuses_what_cannot_be_asked(db: Session, settings: Settings) -> None:
     user = make_user(db, email="a@example.com")
-    with pytest.raises(quizzes.QuizError, match="1 to 50"):
+    with pytest.raises(ServiceError, match="1 to 50"):
         quizzes.start_quiz(session=db, user=user, spec=quizzes.QuizSpec(size=51), settings=settings)
-    with pytest.raises(quizzes.QuizError, match="question kinds"):
+    with pytest.raises(ServiceError, match="question kinds"):
         quizzes.start_quiz(session=db, user=user, spec=quizzes.QuizSpec(kinds=("essay",)), settings=settings)
-    with pytest.raises(quizzes.QuizError, match="No card"):
+    with pytest.raises(ServiceError, match="No card"):
         spec = quizzes.QuizSpec(topics=("rope",), kinds=("numeric",))
         quizzes.start_quiz(session=db, user=user, spec=spec, settings=settings)
 
@@ -159,7 +160,7 @@ def test_answering_and_rating_follow_the_rules(db: Session, settings: Settings) 
     assert set(items) == {"recall", "choice", "numeric"}
 
     recall = items["recall"]
-    with pytest.raises(quizzes.QuizError, match="Reveal"):
+    with pytest.raises(ServiceError, match="Reveal"):
         quizzes.rate_item(session=db, user=user, item=recall, rating=Rating.Good, settings=settings)
     quizzes.answer_item(session=db, user=user, item=recall, settings=settings, text="K and V", now=NOW)
     rated = quizzes.rate_item(
@@ -172,7 +173,7 @@ def test_answering_and_rating_follow_the_rules(db: Session, settings: Settings) 
         now=NOW,
     )
     assert rated.response == {"answer": "K and V", "key_points": [0, 2]} and rated.rating == int(Rating.Hard)
-    with pytest.raises(quizzes.QuizError, match="already"):
+    with pytest.raises(ServiceError, match="already"):
         quizzes.rate_item(session=db, user=user, item=recall, rating=Rating.Good, settings=settings)
 
     numeric_item = items["numeric"]
@@ -182,7 +183,7 @@ def test_answering_and_rating_follow_the_rules(db: Session, settings: Settings) 
         session=db, user=user, item=numeric_item, settings=settings, value=value, unit=unit, now=NOW
     )
     assert answered.correct and answered.rating == int(Rating.Good)
-    with pytest.raises(quizzes.QuizError, match="already answered"):
+    with pytest.raises(ServiceError, match="already answered"):
         quizzes.answer_item(session=db, user=user, item=numeric_item, settings=settings, value="1")
 
     choice = items["choice"]

@@ -14,6 +14,7 @@ from app.config import Settings
 from app.models import CardProgress, Quiz, QuizItem, Review, User
 from app.services import quiz as quizzes
 from app.services import quiz_learning, scheduling
+from app.services.errors import ServiceError
 from tests.services.factories import make_user
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -155,7 +156,7 @@ def test_undo_takes_back_only_the_last_rating_and_then_the_one_before(
     assert quiz_learning.undo_last_rating(session=db, quiz=quiz).position == 1
     assert items(db, quiz)[0].rated_at is not None  # the earlier one stays rated
     assert quiz_learning.undo_last_rating(session=db, quiz=quiz).position == 0
-    with pytest.raises(quiz_learning.UndoError, match="Nothing to undo") as refused:
+    with pytest.raises(ServiceError, match="Nothing to undo") as refused:
         quiz_learning.undo_last_rating(session=db, quiz=quiz)
     assert refused.value.status == 409
     assert quiz_learning.undo_offer(session=db, quiz=quiz) is None
@@ -172,7 +173,7 @@ def test_no_undo_once_the_card_was_reviewed_elsewhere(db: Session, settings: Set
     )  # fmt: skip
     db.commit()
     assert quiz_learning.undo_offer(session=db, quiz=quiz) is None
-    with pytest.raises(quiz_learning.UndoError, match="reviewed since"):
+    with pytest.raises(ServiceError, match="reviewed since"):
         quiz_learning.undo_last_rating(session=db, quiz=quiz)
 
 

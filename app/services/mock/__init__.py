@@ -3,7 +3,7 @@
 - plan.py: the length into a number of questions, drawing the cards and the coding problem,
   freezing every question and starting the clock (`start_mock`);
 - deadline.py: the server's clock, closing an interview at its deadline or when ended;
-- interviews.py: reading interviews with ownership, where one stands, and `MockError`;
+- interviews.py: reading interviews with ownership, where one stands;
 - answers.py: answering each question and its follow-up in order, submitting code;
 - scoring.py: the user's ticks, each question's score, feeding spaced repetition once;
 - report.py: the report (safe for a shared link); sharing.py: its read-only link.
@@ -17,7 +17,6 @@ from app.services.mock.answers import answer, submit_code
 from app.services.mock.deadline import close_if_due, ensure_running, finish, running_mock
 from app.services.mock.interviews import (
     MOVED_ON,
-    MockError,
     challenge_submissions,
     current_item,
     get_mock,
@@ -64,7 +63,6 @@ __all__ = [
     "ChallengeOutcome",
     "ItemReport",
     "Mark",
-    "MockError",
     "MockSpec",
     "Report",
     "ReviewLink",

@@ -13,9 +13,10 @@ from sqlmodel import Session, col
 from app.config import Settings
 from app.models import MockInterview, MockItem, Submission
 from app.services import key_point_suggestions, questions
+from app.services.errors import Conflict, InvalidInput
 from app.services.grading import GradingQueue
 from app.services.mock.deadline import _close, ensure_running
-from app.services.mock.interviews import MOVED_ON, MockError, current_item, mock_items, phase
+from app.services.mock.interviews import MOVED_ON, current_item, mock_items, phase
 
 
 def answer(
@@ -33,20 +34,20 @@ def answer(
 ) -> MockItem:
     """Record the answer to the current question (step "question") or to its follow-up ("follow_up").
 
-    MockError(409) after the deadline, or when the interview has moved past that step (another tab).
+    Conflict after the deadline, or when the interview has moved past that step (another tab).
     """
     ensure_running(session=session, mock=mock, now=now)
     items = mock_items(session=session, mock=mock)
     item = current_item(items)
     if item is None or item.position != position or phase(item) != step:
-        raise MockError(MOVED_ON)
+        raise Conflict(MOVED_ON)
     if item.kind == "challenge":
-        raise MockError("The coding problem takes code: submit it from the editor.", 422)
+        raise InvalidInput("The coding problem takes code: submit it from the editor.")
     # A browser sends each line break of a textarea as CR LF; the page counts it as one character.
     text = (text or "").replace("\r\n", "\n").strip()
     if len(text) > settings.mock_answer_max_chars:
         limit = settings.mock_answer_max_chars
-        raise MockError(f"An answer is limited to {limit:,} characters: this one has {len(text):,}.", 422)
+        raise InvalidInput(f"An answer is limited to {limit:,} characters: this one has {len(text):,}.")
 
     values: dict[str, Any]
     guard: ColumnElement[bool]
@@ -56,7 +57,7 @@ def answer(
             check = questions.check_numeric(item.payload["numeric"], value or "", unit)
             if (value or "").strip() and check.given is None:
                 # Unreadable as a number in this question's units: asked again, never graded.
-                raise MockError(check.message, 422)
+                raise InvalidInput(check.message)
             written = f"{(value or '').strip()} {unit or ''}".strip() if (value or "").strip() else ""
             values |= {
                 "answer": written,
@@ -90,7 +91,7 @@ def answer(
     )
     if result.rowcount != 1:  # another tab got there first
         session.rollback()
-        raise MockError(MOVED_ON)
+        raise Conflict(MOVED_ON)
     if "done_at" in values:
         following = [i for i in items if i.position == position + 1]
         if following:
@@ -113,7 +114,7 @@ def submit_code(
     ensure_running(session=session, mock=mock, now=now)
     item = current_item(mock_items(session=session, mock=mock))
     if item is None or item.kind != "challenge" or item.challenge is None:
-        raise MockError("The coding problem comes after the questions: answer them first.")
+        raise Conflict("The coding problem comes after the questions: answer them first.")
     submission = grading.submit(session=session, user_id=mock.user_id, challenge=item.challenge, code=code)
     session.refresh(item)
     item.response = {"submissions": [*(item.response or {}).get("submissions", []), submission.id]}

@@ -15,7 +15,7 @@ from sqlalchemy import update
 from sqlmodel import Session, col, select
 
 from app.models import MockInterview
-from app.services.mock.interviews import MockError
+from app.services.errors import Conflict
 
 
 def _close(*, session: Session, mock: MockInterview, at: datetime, by: str) -> None:
@@ -37,14 +37,14 @@ def close_if_due(*, session: Session, mock: MockInterview, now: datetime) -> boo
 
 
 def ensure_running(*, session: Session, mock: MockInterview, now: datetime) -> None:
-    """MockError(409) with a clear message when the clock has stopped."""
+    """Conflict with a clear message when the clock has stopped."""
     if close_if_due(session=session, mock=mock, now=now):
         if mock.ended_by == "deadline":
             at = mock.deadline.strftime("%H:%M:%S UTC")
-            raise MockError(
+            raise Conflict(
                 f"Time is up: the interview ended at {at}, and answers after the deadline are refused."
             )
-        raise MockError("This interview is over: answers are no longer accepted.")
+        raise Conflict("This interview is over: answers are no longer accepted.")
 
 
 def finish(*, session: Session, mock: MockInterview, now: datetime) -> None:

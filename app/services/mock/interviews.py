@@ -1,7 +1,4 @@
-"""Reading a user's mock interviews, with ownership, and where an interview stands.
-
-The error every mock service raises is here too: `MockError`, one of the ServiceError family.
-"""
+"""Reading a user's mock interviews, with ownership, and where an interview stands."""
 
 from __future__ import annotations
 
@@ -11,13 +8,8 @@ from datetime import datetime
 from sqlmodel import Session, col, select
 
 from app.models import MockInterview, MockItem, Submission
-from app.services.errors import ServiceError
 
 MOVED_ON = "That question was already answered, perhaps in another tab: the interview has moved on."
-
-
-class MockError(ServiceError):
-    """A request that does not fit the interview's state; `status` is the HTTP status to answer with."""
 
 
 def get_mock(*, session: Session, user_id: int, mock_id: int) -> MockInterview | None:

@@ -38,8 +38,8 @@ from app.content.challenges import Challenge
 from app.models import Card, CardProgress, MockInterview, MockItem, Submission, Topic, User
 from app.services import questions, scheduling
 from app.services.card_content import as_json, content
+from app.services.errors import Conflict, InvalidInput
 from app.services.mock.deadline import running_mock
-from app.services.mock.interviews import MockError
 
 LENGTHS = (15, 30, 45)
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -201,24 +201,27 @@ def build_payload(
 def start_mock(
     *, session: Session, user: User, spec: MockSpec, catalog: Catalog, settings: Settings, now: datetime
 ) -> MockInterview:
-    """Draw the questions, freeze them, start the clock. MockError(422) for a bad set-up, 409 if one runs."""
+    """Draw the questions, freeze them, start the clock.
+
+    InvalidInput for a bad set-up, Conflict while another interview runs.
+    """
     assert user.id is not None
     if not 1 <= spec.minutes <= settings.mock_max_minutes:
-        raise MockError(f"Choose a length from 1 to {settings.mock_max_minutes} minutes", 422, "minutes")
+        raise InvalidInput(f"Choose a length from 1 to {settings.mock_max_minutes} minutes", "minutes")
     if spec.difficulty is not None and spec.difficulty not in DIFFICULTIES:
-        raise MockError("Choose a difficulty among easy, medium and hard (or mixed)", 422, "difficulty")
+        raise InvalidInput("Choose a difficulty among easy, medium and hard (or mixed)", "difficulty")
     known = set(session.exec(select(Topic.slug)).all())
     unknown = sorted(set(spec.topics) - known)
     if unknown:
-        raise MockError(f"Unknown topic {unknown[0]!r}", 422, "topics")
+        raise InvalidInput(f"Unknown topic {unknown[0]!r}", "topics")
     if running_mock(session=session, user_id=user.id, now=now) is not None:
-        raise MockError("You already have a mock interview running: finish it or end it first", 409)
+        raise Conflict("You already have a mock interview running: finish it or end it first")
 
     rng = random.Random(spec.seed if spec.seed is not None else secrets.randbits(64))
     n = plan_questions(minutes=spec.minutes, with_challenge=spec.with_challenge, settings=settings)
     cards = select_cards(session=session, user=user, spec=spec, n=n, settings=settings, now=now, rng=rng)
     if not cards:
-        raise MockError("No card matches those topics", 422, "topics")
+        raise InvalidInput("No card matches those topics", "topics")
     challenge = None
     if spec.with_challenge:
         challenge = choose_challenge(

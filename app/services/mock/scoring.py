@@ -24,8 +24,9 @@ from app.config import Settings
 from app.models import Card, MockInterview, MockItem, User
 from app.services import scheduling
 from app.services.card_content import content
+from app.services.errors import Conflict
 from app.services.mock.deadline import close_if_due
-from app.services.mock.interviews import MockError, mock_items
+from app.services.mock.interviews import mock_items
 
 MAIN_WEIGHT, FOLLOW_UP_WEIGHT = 0.7, 0.3
 CHALLENGE_WEIGHT = 2
@@ -71,9 +72,9 @@ def score_mock(
 ) -> None:
     """Store the user's ticks, feed every question asked into spaced repetition, once. Commits."""
     if not close_if_due(session=session, mock=mock, now=now):
-        raise MockError("The interview is still running: score it once the clock stops.")
+        raise Conflict("The interview is still running: score it once the clock stops.")
     if mock.scored_at is not None:
-        raise MockError("This interview is already scored.")
+        raise Conflict("This interview is already scored.")
     assert user.id == mock.user_id
     for item in mock_items(session=session, mock=mock):
         if item.kind == "challenge" or item.asked_at is None or item.card_id is None:

@@ -7,7 +7,7 @@ import secrets
 from sqlmodel import Session, select
 
 from app.models import MockInterview
-from app.services.mock.interviews import MockError
+from app.services.errors import Conflict
 
 # A revoked link's token stays in the row under this prefix (no lookup matches it as a live
 # token), so that opening the old link can say it was revoked rather than that nothing is there.
@@ -30,7 +30,7 @@ def active_token(mock: MockInterview) -> str | None:
 def share(*, session: Session, mock: MockInterview) -> str:
     """The report's read-only link token: made once, kept until revoked."""
     if mock.scored_at is None:
-        raise MockError("Score the interview before sharing its report.")
+        raise Conflict("Score the interview before sharing its report.")
     token = active_token(mock)
     if token is None:
         token = secrets.token_urlsafe(24)

@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime, timedelta
 from fsrs import Rating
 from sqlmodel import Session, select
 
-from app.config import Settings, get_settings
+from app.config import Settings
 from app.models import CardProgress, Review, User, utcnow
 from app.services.scheduling.due import live_cards
 from app.services.scheduling.scheduler import get_progress, review_cards
@@ -21,8 +21,8 @@ def record_challenge_result(
     slug: str,
     passed: bool,
     topics: Sequence[str],
+    settings: Settings,
     now: datetime | None = None,
-    settings: Settings | None = None,
 ) -> int:
     """A graded challenge counts toward its concept cards (the cards of the challenge's topics).
 
@@ -31,7 +31,6 @@ def record_challenge_result(
     from a grading worker with its own session; an unknown user is ignored.
     """
     now = now or utcnow()
-    settings = settings or get_settings()
     user = session.get(User, user_id)
     if user is None or not topics:
         return 0

@@ -22,12 +22,12 @@ def test_flow_question_then_follow_up_then_the_next(db: Session, settings: Setti
     mock = start(db, settings, user, topics=("rope",))
     items = mocks.mock_items(session=db, mock=mock)
     assert mocks.phase(mocks.current_item(items)) == "question"
-    with pytest.raises(mocks.MockError, match="moved on"):  # the follow-up before the answer
+    with pytest.raises(ServiceError, match="moved on"):  # the follow-up before the answer
         mocks.answer(session=db, mock=mock, position=0, step="follow_up", settings=settings, now=NOW)
     mocks.answer(
         session=db, mock=mock, position=0, step="question", settings=settings, now=NOW, text="rotate"
     )
-    with pytest.raises(mocks.MockError, match="moved on"):  # a second tab answering again
+    with pytest.raises(ServiceError, match="moved on"):  # a second tab answering again
         mocks.answer(session=db, mock=mock, position=0, step="question", settings=settings, now=NOW, text="x")
     current = mocks.current_item(mocks.mock_items(session=db, mock=mock))
     assert current.position == 0 and mocks.phase(current) == "follow_up"
@@ -36,7 +36,7 @@ def test_flow_question_then_follow_up_then_the_next(db: Session, settings: Setti
     items = mocks.mock_items(session=db, mock=mock)
     assert items[0].done_at == later and items[1].asked_at == later
     assert mocks.current_item(items).position == 1
-    with pytest.raises(mocks.MockError, match="limited|under") as info:
+    with pytest.raises(ServiceError, match="limited|under") as info:
         mocks.answer(
             session=db, mock=mock, position=1, step="question", settings=settings, now=later,
             text="x" * (settings.mock_answer_max_chars + 1),
@@ -94,11 +94,11 @@ def test_code_goes_in_only_on_the_clock_and_after_the_questions(db: Session, set
 
     user = make_user(db, guest_token="g")
     mock = start(db, settings, user, topics=("rope",), with_challenge=True)
-    with pytest.raises(mocks.MockError, match="after the questions"):
+    with pytest.raises(ServiceError, match="after the questions"):
         mocks.submit_code(session=db, mock=mock, grading=Queue(), code="x", now=NOW)  # type: ignore[arg-type]
     answer_all(db, settings, mock, every=10)
     mocks.submit_code(session=db, mock=mock, grading=Queue(), code="xy", now=NOW + timedelta(minutes=3))  # type: ignore[arg-type]
     item = mocks.mock_items(session=db, mock=mock)[-1]
     assert item.response == {"submissions": ["q2"]} and item.answered_at == NOW + timedelta(minutes=3)
-    with pytest.raises(mocks.MockError, match="Time is up"):
+    with pytest.raises(ServiceError, match="Time is up"):
         mocks.submit_code(session=db, mock=mock, grading=Queue(), code="xyz", now=mock.deadline)  # type: ignore[arg-type]

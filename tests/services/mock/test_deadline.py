@@ -9,6 +9,7 @@ from sqlmodel import Session
 
 from app.config import Settings
 from app.services import mock as mocks
+from app.services.errors import ServiceError
 from tests.services.factories import make_user
 from tests.services.mock.helpers import NOW, answer_all, start
 
@@ -18,7 +19,7 @@ def test_the_deadline_is_the_servers(db: Session, settings: Settings) -> None:
     mock = start(db, settings, user)
     one_second_left = mock.deadline - timedelta(seconds=1)
     mocks.answer(session=db, mock=mock, position=0, step="question", settings=settings, now=one_second_left)
-    with pytest.raises(mocks.MockError, match="Time is up") as info:
+    with pytest.raises(ServiceError, match="Time is up") as info:
         mocks.answer(
             session=db, mock=mock, position=0, step="follow_up", settings=settings,
             now=mock.deadline + timedelta(seconds=1), text="too late",
@@ -37,5 +38,5 @@ def test_the_interview_closes_when_everything_is_answered(db: Session, settings:
     answer_all(db, settings, mock, every=20)
     db.refresh(mock)
     assert mock.ended_by == "completed" and mock.ended_at == NOW + timedelta(seconds=20 * answered)
-    with pytest.raises(mocks.MockError, match="over"):
+    with pytest.raises(ServiceError, match="over"):
         mocks.finish(session=db, mock=mock, now=NOW + timedelta(minutes=2))

@@ -15,6 +15,7 @@ from app.config import Settings
 from app.models import Card
 from app.services import mock as mocks
 from app.services import numeric, scheduling
+from app.services.errors import ServiceError
 from tests.services.factories import catalog, make_user
 from tests.services.mock.helpers import NOW, start
 
@@ -110,11 +111,11 @@ def test_bad_set_ups_and_a_second_running_interview_are_refused(db: Session, set
         ({"topics": ("no-such-topic",)}, "Unknown topic"),
         ({"difficulty": "trivial"}, "difficulty"),
     ]:
-        with pytest.raises(mocks.MockError, match=message) as info:
+        with pytest.raises(ServiceError, match=message) as info:
             start(db, settings, user, **spec)
         assert info.value.status == 422
     start(db, settings, user)
-    with pytest.raises(mocks.MockError, match="already have a mock interview running") as info:
+    with pytest.raises(ServiceError, match="already have a mock interview running") as info:
         start(db, settings, user)
     assert info.value.status == 409
     # Once the first one's deadline has passed it closes itself, and a new one may start.

@@ -13,6 +13,7 @@ from app.config import Settings
 from app.models import Card, Review
 from app.services import mock as mocks
 from app.services import scheduling
+from app.services.errors import ServiceError
 from tests.services.factories import catalog, make_user
 from tests.services.mock.helpers import NOW, start
 
@@ -20,7 +21,7 @@ from tests.services.mock.helpers import NOW, start
 def test_scoring_feeds_spaced_repetition_once(db: Session, settings: Settings) -> None:
     user = make_user(db, guest_token="g")
     mock = start(db, settings, user, topics=("rope", "flashattention"))
-    with pytest.raises(mocks.MockError, match="still running"):
+    with pytest.raises(ServiceError, match="still running"):
         mocks.score_mock(session=db, user=user, mock=mock, marks={}, settings=settings, now=NOW)
     items = mocks.mock_items(session=db, mock=mock)
     # Answer the first question and its follow-up, half of the second, then the clock runs out.
@@ -40,7 +41,7 @@ def test_scoring_feeds_spaced_repetition_once(db: Session, settings: Settings) -
     assert sorted(r.card_id for r in reviews) == sorted([items[0].card_id, items[1].card_id])
     again = scheduling.get_progress(session=db, user_id=user.id, card_id=items[1].card_id)
     assert again is not None and again.due == items[1].due_after
-    with pytest.raises(mocks.MockError, match="already scored"):
+    with pytest.raises(ServiceError, match="already scored"):
         mocks.score_mock(session=db, user=user, mock=mock, marks={}, settings=settings, now=end)
 
     report = mocks.build_report(session=db, mock=mock, catalog=catalog(), now=end)

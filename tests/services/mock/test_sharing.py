@@ -9,6 +9,7 @@ from sqlmodel import Session
 
 from app.config import Settings
 from app.services import mock as mocks
+from app.services.errors import ServiceError
 from tests.services.factories import make_user
 from tests.services.mock.helpers import NOW, start
 
@@ -16,7 +17,7 @@ from tests.services.mock.helpers import NOW, start
 def test_sharing_needs_a_score_and_can_be_revoked(db: Session, settings: Settings) -> None:
     user = make_user(db, guest_token="g")
     mock = start(db, settings, user, topics=("rope",))
-    with pytest.raises(mocks.MockError, match="Score"):
+    with pytest.raises(ServiceError, match="Score"):
         mocks.share(session=db, mock=mock)
     mocks.finish(session=db, mock=mock, now=NOW + timedelta(minutes=1))
     mocks.score_mock(session=db, user=user, mock=mock, marks={}, settings=settings, now=NOW)
