@@ -1,7 +1,13 @@
 """Signed cookie sessions (not the database's): a guest token per visitor, the account, CSRF, flashes.
 
 The cookie is Starlette's SessionMiddleware (itsdangerous-signed, HttpOnly, SameSite=Lax);
-this middleware, inside it, makes sure the session holds a guest token. The cookie is signed,
+this middleware, inside it, makes sure the session holds a guest token, and gives each browser a
+device cookie of its own (`kvprep_device`, random, never replaced by a log-in or a log-out). A
+guest session records the device it began on; logging in or signing up takes a guest's progress
+into the account only when that guest began in this browser, so a guest session cookie planted in
+someone else's browser (copied, or tossed from a sibling site) brings its rows into no account of
+theirs. Over HTTPS the device cookie is `__Host-`-prefixed, which no sibling subdomain and no
+plain-http page can set. The cookie is signed,
 not encrypted: it holds only random tokens, the account's id and email, and a fingerprint of
 the password hash that stops a copied cookie once the password or the account changes.
 """
@@ -29,6 +35,11 @@ LOGIN_AT_KEY = "at"
 CSRF_KEY = "csrf"
 FLASH_KEY = "flash"
 CSRF_FIELD = "csrf_token"
+# The device the guest session began on (the device cookie's value then).
+GUEST_DEVICE_KEY = "dev"
+DEVICE_COOKIE = "kvprep_device"
+SECURE_DEVICE_COOKIE = "__Host-kvprep_device"
+_DEVICE_SCOPE_KEY = "kvprep.device"
 
 
 STATIC_PREFIX = "/static/"
@@ -49,10 +60,26 @@ class SessionCookieMiddleware(SessionMiddleware):
         await super().__call__(scope, receive, send)
 
 
-def _new_guest(session: dict[str, Any]) -> str:
+def _new_guest(session: dict[str, Any], device: str) -> str:
     token = session[GUEST_KEY] = secrets.token_urlsafe(24)
     session[GUEST_ROW_KEY] = 0  # a fresh token has no row yet: nothing to look up
+    session[GUEST_DEVICE_KEY] = device
     return token
+
+
+def _device_cookie_name(scope: Scope) -> str:
+    settings = getattr(getattr(scope.get("app"), "state", None), "settings", None)
+    return SECURE_DEVICE_COOKIE if getattr(settings, "cookies_secure", False) else DEVICE_COOKIE
+
+
+def _cookie(scope: Scope, name: str) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key == b"cookie":
+            for part in value.decode("latin-1").split(";"):
+                k, _, v = part.strip().partition("=")
+                if k == name and v:
+                    return v
+    return None
 
 
 class GuestSessionMiddleware:
@@ -60,18 +87,54 @@ class GuestSessionMiddleware:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            session = scope.get("session")
-            if session is not None and not isinstance(session.get(GUEST_KEY), str):
-                _new_guest(session)
-        await self.app(scope, receive, send)
+        session = scope.get("session") if scope["type"] == "http" else None
+        if session is None:
+            await self.app(scope, receive, send)
+            return
+        name = _device_cookie_name(scope)
+        device = _cookie(scope, name)
+        fresh = device is None or len(device) > 64
+        if fresh:
+            device = secrets.token_urlsafe(18)
+        assert device is not None
+        scope[_DEVICE_SCOPE_KEY] = device
+        if not isinstance(session.get(GUEST_KEY), str):
+            _new_guest(session, device)
+
+        async def send_with_device(message: Any) -> None:
+            if fresh and message["type"] == "http.response.start":
+                secure = "; Secure" if name == SECURE_DEVICE_COOKIE else ""
+                header = (
+                    f"{name}={device}; Path=/; Max-Age={10 * 365 * 24 * 3600}; HttpOnly; SameSite=Lax{secure}"
+                )
+                message.setdefault("headers", []).append((b"set-cookie", header.encode("latin-1")))
+            await send(message)
+
+        await self.app(scope, receive, send_with_device)
+
+
+def this_device(request: Request) -> str:
+    """This browser's device cookie (set on this response when it came without one)."""
+    device = request.scope.get(_DEVICE_SCOPE_KEY)
+    return device if isinstance(device, str) else ""
 
 
 def guest_token(request: Request) -> str:
     token = request.session.get(GUEST_KEY)
     if not isinstance(token, str):  # the session was cleared during this request (log in, log out)
-        token = _new_guest(request.session)
+        token = _new_guest(request.session, this_device(request))
     return token
+
+
+def guest_began_here(request: Request) -> bool:
+    """Whether the session's guest began in this browser: its recorded device is this one's.
+
+    A guest session cookie copied into another browser carries the device it began on, not
+    that browser's, so its rows never follow that browser's log-in into an account.
+    """
+    recorded = request.session.get(GUEST_DEVICE_KEY)
+    device = this_device(request)
+    return isinstance(recorded, str) and bool(device) and secrets.compare_digest(recorded, device)
 
 
 def guest_row_id(request: Request) -> int | None:

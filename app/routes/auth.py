@@ -3,7 +3,7 @@
 Log-in attempts are rate-limited per email and client address together, per client address,
 and (more slowly) per email. Whoever is signed in, a
 guest's progress moves to the account on sign-up (the guest's row becomes the account) and
-on log-in (merged into it).
+on log-in (merged into it), when that guest began in this browser (app/cookie_session.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pydantic import Field
 from sqlmodel import Session
 
 from app.config import Settings
-from app.cookie_session import flash, log_in, log_out
+from app.cookie_session import flash, guest_began_here, log_in, log_out
 from app.deps import (
     CsrfChecked,
     LoginEmailLimiter,
@@ -94,7 +94,7 @@ def do_signup(
     visitor = find_user(request, session)
     user = create_account(
         session=session,
-        guest=visitor if visitor is not None and visitor.is_guest else None,
+        guest=visitor if visitor is not None and visitor.is_guest and guest_began_here(request) else None,
         email=email,
         password=password,
         settings=settings,
@@ -136,7 +136,7 @@ def do_login(
     user = authenticate(session=session, email=email, password=password, settings=settings)
     if user is None:
         raise Unauthorized("Wrong email or password.", "password")
-    if visitor is not None and visitor.is_guest:
+    if visitor is not None and visitor.is_guest and guest_began_here(request):
         merge_users(session=session, source=visitor, target=user)
     sign_in(request, user, settings)
     return user

@@ -32,16 +32,27 @@ class RunsInProgress:
         self._lock = threading.Lock()
         self._running: set[str] = set()
         self._slots = threading.BoundedSemaphore(max(1, slots))
+        self._held = 0  # slots held now, for the tests that flood them
 
     @contextmanager
     def slot(self, wait_s: float) -> Iterator[bool]:
         """Yields True holding one of the Runs' slots (waiting at most wait_s), else False."""
         got = self._slots.acquire(timeout=wait_s)
+        if got:
+            with self._lock:
+                self._held += 1
         try:
             yield got
         finally:
             if got:
+                with self._lock:
+                    self._held -= 1
                 self._slots.release()
+
+    def busy_slots(self) -> int:
+        """How many of the Runs' slots are held now."""
+        with self._lock:
+            return self._held
 
     @contextmanager
     def claim(self, visitor: str) -> Iterator[bool]:

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from graders.checks import moe_routing_cpu
 from graders.checks.report import CheckReport, Mismatch, as_tensor, close, explain_difference, run_test
 from graders.checks.serving_common import Rng, call_entry, figure_test
 from graders.reference.moe import expert, kept_assignments, moe_layer, route, routed_multiply_adds
@@ -85,6 +86,7 @@ KNOWN_MISTAKES = (
     CAPACITY_BY_SLOT,
     CAPACITY_RENORMALISED,
     DENSE,
+    moe_routing_cpu.DENSE_CPU,
 )
 
 
@@ -426,5 +428,11 @@ def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
         report,
         "moe_layer's work: multiply-adds counted, under 1.5x the routed work (T=48, E=8, top_k=2)",
         partial(_test_work, report, session, rng),
+    )
+    figure_test(  # the counter explains; what decides is measured outside the child
+        report,
+        "moe_layer's CPU time, measured outside its process: under 6x the reference's + 0.1 s "
+        "(T=2048, E=64, top_k=1)",
+        partial(moe_routing_cpu.test_cpu_time, report, session, rng),
     )
     return report

@@ -30,6 +30,11 @@ What it protects against
   (graders/sandbox/uid_ranges.py: one flock'd claim per block), so two servers or the
   processes of `kvprep serve --workers N` on one machine never share a uid or its
   RLIMIT_NPROC count.
+- Seeing what it may not read: Landlock does not cover looking a path up, so stat(),
+  access(), readlink() and the like would still answer for any host path (the database's
+  size and times, the reference code's). Each child's mount namespace instead holds a root
+  of its own with only Landlock's grant bound into it, the symlinks on the way to it and
+  its temp folder (graders/sandbox/rootfs.py): other paths do not exist for it.
 - Leaving something behind, or finding what another left: each child has its own IPC
   namespace, so SysV shared memory, message queues, semaphore sets and POSIX message queues
   it makes vanish with it and the host's (or an earlier submission's) are out of sight;

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from graders.sandbox import isolation as iso
+from graders.sandbox import rootfs
 from graders.sandbox.isolation import Plan
 
 EXIT_SETUP_FAILED = 70
@@ -79,6 +80,12 @@ def enter_layers(plan: Plan, spec: ChildSpec, *, probe: bool) -> dict[str, str]:
             iso.mount("tmpfs", folder, "tmpfs", flags | iso.MS_RDONLY, "size=4k,mode=0555")
 
     attempt("mountns", mount_ns)
+    # The address space is measured below, once /proc is out of the view: its file opened now.
+    status_fd = os.open("/proc/self/status", os.O_RDONLY)
+    if probe and "mountns" in failures:
+        failures["rootfs"] = "needs the mount namespace"
+    else:
+        attempt("rootfs", lambda: rootfs.enter_view(plan.stage, plan.view, plan.aliases, spec.workdir))
     os.chdir(spec.workdir)
     workdir_fd = os.open(spec.workdir, iso.O_PATH)
     if plan.root:
@@ -89,7 +96,8 @@ def enter_layers(plan: Plan, spec: ChildSpec, *, probe: bool) -> dict[str, str]:
     if not plan.on("pidns") and os.getppid() != spec.server_pid:
         os._exit(EXIT_SETUP_FAILED)  # the server died before we could notice
 
-    baseline = iso.address_space_now()  # /proc/self is out of reach once Landlock is on
+    baseline = iso.address_space_now(status_fd)  # /proc/self is out of reach once Landlock is on
+    os.close(status_fd)
     iso.prctl(iso.PR_SET_NO_NEW_PRIVS, 1)
     attempt(
         "landlock",

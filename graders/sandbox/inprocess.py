@@ -112,6 +112,10 @@ class InProcessLink:
         """None: the submission shares this process, so nothing about it can be measured apart."""
         return None
 
+    def cpu_seconds(self) -> None:
+        """None, as peak_watch: the submission's CPU time is this process's."""
+        return None
+
     def call_measured(
         self, target: str | Handle, *args: Any, keep: bool = False, **kwargs: Any
     ) -> tuple[Any, int]:

@@ -11,6 +11,9 @@ Layers, in the order a child applies them (graders/sandbox/child_side.py):
 - mountns  a new mount namespace: its temp folder is a size-capped tmpfs (disk_bytes); the
            fork server's own folder (its control socket) and /dev/shm (POSIX shared memory and
            named semaphores) are hidden under empty read-only tmpfs.
+- rootfs   in that mount namespace, a new root holding only Landlock's grant (bind mounts), the
+           symlinks on the way to it and the temp folder: stat(), access(), readlink() of any
+           other path find nothing (graders/sandbox/rootfs.py).
 - uid      as root: setgroups([]), then a uid/gid of its own: the first uid of the block this
            fork server claimed (graders/sandbox/uid_ranges.py) + the child's slot.
 - userns   as an ordinary user: the fork server runs in a user namespace (so it may create
@@ -129,7 +132,7 @@ __all__ = [
     "write_id_maps",
 ]
 
-LAYERS = ("pidns", "netns", "ipcns", "mountns", "uid", "userns", "rlimits", "landlock", "seccomp")
+LAYERS = ("pidns", "netns", "ipcns", "mountns", "rootfs", "uid", "userns", "rlimits", "landlock", "seccomp")
 
 
 def unshare(flags: int) -> None:
@@ -187,11 +190,16 @@ def drop_to_uid(uid: int, gid: int) -> None:
 # --- rlimits ---------------------------------------------------------------------------------
 
 
-def address_space_now() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024
+def address_space_now(status_fd: int | None = None) -> int:
+    """VmSize in bytes, from /proc/self/status (or a descriptor of it opened earlier)."""
+    if status_fd is None:
+        with open("/proc/self/status", "rb") as f:
+            text = f.read()
+    else:
+        text = os.pread(status_fd, 1 << 16, 0)
+    for line in text.decode(errors="replace").splitlines():
+        if line.startswith("VmSize:"):
+            return int(line.split()[1]) * 1024
     return 0
 
 
@@ -233,6 +241,11 @@ class Plan:
     uid_span: int = 0  # uids in that block: at most this many children at once
     landlock_abi: int = 0
     rules: list[LandlockRule] = field(default_factory=list)
+    # rootfs: the paths a child's file system holds (Landlock's grant), the symlinked names on
+    # the way to them, and the empty folder its new root is mounted on (graders/sandbox/rootfs.py).
+    view: list[str] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
+    stage: str = ""
     layers: dict[str, LayerStatus] = field(default_factory=dict)
 
     def on(self, layer: str) -> bool:

@@ -157,6 +157,10 @@ class SubmissionLink(Protocol):
         above what it held before its code was loaded (graders/sandbox/outside.py); None where it
         cannot be measured from outside (the in-process backend, no /proc)."""
 
+    def cpu_seconds(self) -> float | None:
+        """User + system CPU seconds the submission's process has used so far, read by the kernel
+        from outside it (graders/sandbox/outside.py); None where it cannot be measured apart."""
+
     def call_counted(self, target: str | Handle, *args: Any, **kwargs: Any) -> tuple[Any, int, int]:
         """`call`, counted: (result, its largest floating-point tensor, the multiply-adds of its matrix
         products). See graders/sandbox/work_counter.py for what it counts."""

@@ -120,6 +120,13 @@ class SandboxLink:
             return None
         return outside.PeakWatch(self.pid, floor=self.unloaded_rss, file_floor=self.unloaded_file)
 
+    def cpu_seconds(self) -> float | None:
+        """This child's CPU seconds so far, from /proc/<pid>/stat (None where the kernel does not say)."""
+        try:
+            return outside.cpu_seconds(self.pid)
+        except outside.NotMeasurable:
+            return None
+
     def has(self, name: str) -> bool:
         return bool(self._request({"op": "has", "name": name}))
 

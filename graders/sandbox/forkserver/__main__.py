@@ -51,7 +51,7 @@ import time
 import traceback
 
 from graders.sandbox import isolation as iso
-from graders.sandbox import uid_ranges
+from graders.sandbox import rootfs, uid_ranges
 from graders.sandbox.child_side import warm_up_torch
 from graders.sandbox.forkserver.server import DEFAULT_LIMITS, ForkServer
 from graders.sandbox.isolation import LayerStatus, Plan
@@ -131,6 +131,10 @@ def probe_layers(server: ForkServer) -> None:
         ),
         "mountns": (
             "temp folder is a private tmpfs capped at disk_bytes; the server's folder and /dev/shm are hidden"
+        ),
+        "rootfs": (
+            f"its file system holds only what Landlock grants ({len(plan.view)} paths) and its temp "
+            "folder: stat() of any other path finds nothing"
         ),
         "uid": (
             f"each child runs as uid/gid {plan.uid_base}+slot with no supplementary groups "
@@ -216,10 +220,14 @@ def main(argv: list[str] | None = None) -> int:
     if not root:
         layers["uid"] = LayerStatus(False, "not root: children keep the user's uid")
     if not layers["userns"].active and not root:
-        for layer in ("pidns", "netns", "ipcns", "mountns"):
+        for layer in ("pidns", "netns", "ipcns", "mountns", "rootfs"):
             layers[layer] = LayerStatus(False, "needs root or a user namespace")
     for layer in args.disable:
         layers[layer] = LayerStatus(False, "disabled by configuration")
+    if "rootfs" not in layers and "mountns" in layers:
+        layers["rootfs"] = LayerStatus(False, "needs the mount namespace")
+    if "rootfs" not in layers and not (args.hide and iso.X86_64):
+        layers["rootfs"] = LayerStatus(False, "needs a private folder to mount the new root on (x86_64)")
 
     os.environ["OMP_NUM_THREADS"] = "1"
     import numpy as np
@@ -247,6 +255,12 @@ def main(argv: list[str] | None = None) -> int:
         protected=protected,
         layers=layers,
     )
+    if "rootfs" not in layers:
+        # What a child's new root holds: Landlock's grant (the same list, whether or not
+        # Landlock itself is on here), with the fork server's own folder as the mount point.
+        plan.view = [rule.path for rule in iso.landlock_rules(protected)]
+        plan.aliases = rootfs.aliases()
+        plan.stage = args.hide[0]
     if abi and "landlock" not in layers:
         plan.landlock_abi = abi
         plan.rules = iso.landlock_rules(protected)

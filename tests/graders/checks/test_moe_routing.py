@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 
 from graders.checks import moe_routing as check
+from graders.checks.report import CheckReport
+from graders.verdict import TestResult
 from tests.graders.checks.helpers import (
     assert_every_known_mistake_has_a_golden_case,
     assert_interface_matches,
@@ -52,9 +54,14 @@ def test_the_starter_fails_every_test_without_crashing_the_grader() -> None:
     assert all("NotImplementedError" in t.message for t in report.tests)
 
 
+def counted(report: CheckReport) -> TestResult:
+    """The test that counts multiply-adds (the CPU-time test, measured outside, comes after it)."""
+    return next(t for t in report.tests if "multiply-adds counted" in t.name)
+
+
 def test_the_verdict_reports_multiply_adds_and_the_largest_tensor_against_the_reference() -> None:
     report, _ = run(check, SOLUTION, seed=3)
-    work = report.tests[-1]
+    work = counted(report)
     routed = 48 * 2 * 3 * 16 * 32 + 48 * 16 * 8
     assert work.passed and f"did {routed:,} multiply-adds (1.00x the routed work" in work.message
     assert f"the reference {routed:,}" in work.message and "largest tensor held" in work.message
@@ -62,12 +69,14 @@ def test_the_verdict_reports_multiply_adds_and_the_largest_tensor_against_the_re
 
 def test_every_expert_on_every_token_fails_with_the_measured_ratio_in_words() -> None:
     report, _ = run(check, (cases_dir(check.SLUG) / "dense_experts.py").read_text(), seed=5)
-    work = report.tests[-1]
+    work = counted(report)
     dense = 48 * 8 * 3 * 16 * 32 + 48 * 16 * 8
     assert not work.passed and check.DENSE in report.diagnosis
     assert f"runs every expert on every token: your moe_layer did {dense:,} multiply-adds" in work.message
     assert "3.88x the routed work" in work.message
-    assert all(t.passed for t in report.tests[:-1])  # the numbers are right: only the work fails
+    assert all(t.passed for t in report.tests if t is not work)  # the numbers are right: only the work fails
+    # In-process the CPU time cannot be measured apart: that test passes saying so.
+    assert "CPU time not measurable here" in report.tests[-1].message
 
 
 def test_a_solution_that_does_the_work_twice_is_over_the_bound() -> None:
@@ -78,7 +87,7 @@ def test_a_solution_that_does_the_work_twice_is_over_the_bound() -> None:
     )
     report, _ = run(check, twice, seed=2)
     assert (
-        not passed(report) and "does more matrix work than the routed tokens need" in report.tests[-1].message
+        not passed(report) and "does more matrix work than the routed tokens need" in counted(report).message
     )
 
 
