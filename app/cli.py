@@ -176,8 +176,9 @@ def _worker(args: argparse.Namespace) -> int:
     from app.lab.jobs import LabJobs
     from app.services.personal_fsrs import FitJobs
 
-    topics = {c.slug: c.meta.topics for c in load_catalog(settings.content_root).challenges}
-    queue = build_queue(settings, get_engine(), topics)
+    challenges = load_catalog(settings.content_root).challenges
+    topics = {c.slug: c.meta.topics for c in challenges}
+    queue = build_queue(settings, get_engine(), topics, {c.slug: c.meta.mistake_hints for c in challenges})
     # Lab runs share the queue: each worker dispatches them, one child at a time per machine.
     queue.companions.append(LabJobs(queue.huey, get_engine(), settings))
     FitJobs(queue.huey, settings)  # so do personal FSRS fits

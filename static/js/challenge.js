@@ -37,7 +37,29 @@
     if (hidden.length <= 1) nextHint.hidden = true;
   });
 
-  const render = (data) => window.kvprepVerdict.render(data, { heading: "Likely cause" });
+  // A failed verdict that names a known mistake carries its hint (mistake_hints, one per named
+  // mistake, in the diagnosis's order): the first is shown at the top of the hints, the others wait
+  // behind "Show a hint" ahead of the generic ones. Any other verdict clears them.
+  const mistakeHints = document.getElementById("mistake-hints");
+  function showMistakeHints(data) {
+    mistakeHints.replaceChildren();
+    (data.mistake_hints || []).forEach((h, i) => {
+      const div = document.createElement("div");
+      div.className = "hint mistake-hint";
+      div.dataset.mistake = h.mistake;
+      div.hidden = i > 0;
+      const label = document.createElement("strong");
+      label.textContent = "For the mistake your last submission made: ";
+      div.append(label, h.hint);
+      mistakeHints.appendChild(div);
+    });
+    nextHint.hidden = !root.querySelector(".hint[hidden]");
+  }
+
+  const render = (data) => {
+    window.kvprepVerdict.render(data, { heading: "Likely cause" });
+    showMistakeHints(data);
+  };
 
   // The attempts list: one line per submission, newest first (as templates/challenges/_attempt.html).
   const history = document.getElementById("history");
