@@ -54,6 +54,20 @@
       mistakeHints.appendChild(div);
     });
     nextHint.hidden = !root.querySelector(".hint[hidden]");
+    if (!mistakeHints.firstChild) return;
+    // The verdict is where the person is looking; the hints sit in the other column (above it on
+    // a phone): a link under the likely cause takes them there.
+    const link = document.createElement("a");
+    link.href = "#mistake-hints";
+    link.id = "mistake-hint-link";
+    link.textContent = "A hint for this mistake";
+    link.addEventListener("click", (event) => {
+      event.preventDefault();
+      mistakeHints.scrollIntoView({ block: "center" });
+    });
+    const p = document.createElement("p");
+    p.append(link);
+    document.getElementById("diagnosis").appendChild(p);
   }
 
   const render = (data) => {

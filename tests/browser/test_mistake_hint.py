@@ -36,6 +36,8 @@ def test_a_failed_submit_shows_the_named_mistakes_hint_first(page) -> None:  # t
     expect(shown.first).to_contain_text(hints[named[0]])
     expect(shown.nth(1)).to_be_hidden()
     expect(page.locator(".hints .hint:visible")).to_have_count(1)  # the generic ones wait
+    page.get_by_role("link", name="A hint for this mistake").click()
+    expect(shown.first).to_be_in_viewport()
     screenshot(page, "challenge-mistake-hint")
 
     page.get_by_role("button", name="Show a hint").click()
