@@ -10,11 +10,14 @@ names no mistake gets none: the page falls back on the challenge's generic hints
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 from graders.mistakes import mistakes_in, named_mistakes
 from graders.verdict import Verdict
+
+log = logging.getLogger("kvprep.grading")
 
 
 def hints_for(slug: str, diagnosis: list[str], hints: Mapping[str, str]) -> list[dict[str, str]]:
@@ -26,7 +29,11 @@ def with_mistake_hints(result: dict[str, Any], hints: Mapping[str, str]) -> dict
     """The verdict JSON, with `mistake_hints` when it failed naming a known mistake that has a hint."""
     if result.get("verdict") != Verdict.FAILED:
         return result
-    found = hints_for(result["challenge"], list(result.get("diagnosis") or ()), hints)
+    try:
+        found = hints_for(result["challenge"], list(result.get("diagnosis") or ()), hints)
+    except LookupError:  # a battery whose mistake has no id: the verdict stands, without hints
+        log.exception("no mistake ids for %s; its verdict goes out without hints", result["challenge"])
+        return result
     return {**result, "mistake_hints": found} if found else result
 
 

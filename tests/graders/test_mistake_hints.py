@@ -97,3 +97,22 @@ def test_the_hint_ids_are_constants_of_the_battery() -> None:
     module = load_check("tiled-attention")
     assert named_mistakes("tiled-attention")["NO_RESCALE"] == module.NO_RESCALE
     assert Path(module.__file__ or "").name == "tiled_attention.py"
+
+
+def test_a_battery_mistake_without_an_id_leaves_the_verdict_as_it_was(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A hint lookup that fails must never turn a verdict into the grader's own error."""
+    module = load_check("decode-step")
+    named_mistakes.cache_clear()
+    monkeypatch.setattr(module, "KNOWN_MISTAKES", (*module.KNOWN_MISTAKES, "a sentence no constant holds"))
+    failed = {
+        "challenge": "decode-step",
+        "verdict": "failed",
+        "tests": [],
+        "diagnosis": [module.NOT_APPENDED],
+    }
+    try:
+        assert with_mistake_hints(failed, hints_of("decode-step")) == failed
+    finally:
+        named_mistakes.cache_clear()
