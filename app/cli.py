@@ -185,9 +185,10 @@ def _worker(args: argparse.Namespace) -> int:
     from app.lab.jobs import LabJobs
     from app.services.personal_fsrs import FitJobs
 
-    topics = {c.slug: c.meta.topics for c in load_catalog(settings.content_root).challenges}
+    challenges = load_catalog(settings.content_root).challenges
+    topics = {c.slug: c.meta.topics for c in challenges}
     engine = engine_for(settings)
-    queue = build_queue(settings, engine, topics)
+    queue = build_queue(settings, engine, topics, {c.slug: c.meta.mistake_hints for c in challenges})
     # Lab runs share the queue: each worker dispatches them, one child at a time per machine.
     queue.companions.append(LabJobs(queue.huey, engine, settings))
     FitJobs(queue.huey, settings)  # so do personal FSRS fits

@@ -61,8 +61,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 purged = purge_idle_guests(session=session, idle_days=settings.guest_idle_days)
                 if purged:
                     log.info("removed %d idle guests that kept nothing", purged)
+            challenges = app.state.catalog.challenges
             app.state.grading = build_queue(
-                settings, app.state.engine, {c.slug: c.meta.topics for c in app.state.catalog.challenges}
+                settings,
+                app.state.engine,
+                {c.slug: c.meta.topics for c in challenges},
+                {c.slug: c.meta.mistake_hints for c in challenges},
             )
             app.state.grading.on_done = app.state.verdict_waits.notify
             # Lab runs go through the same queue; its workers only launch their child processes.

@@ -28,7 +28,11 @@ class ChallengeMeta(BaseModel):
     # Topics whose cards this challenge exercises (spaced repetition and "what to review").
     topics: list[str] = Field(min_length=1)
     summary: str = Field(min_length=1)
+    # Generic hints, shown one at a time on request.
     hints: list[str] = Field(min_length=1)
+    # The hint for each known mistake the battery can name, keyed by its id (graders/mistakes.py: the
+    # constant's name, e.g. NO_RESCALE): shown first after a failed verdict that names it.
+    mistake_hints: dict[str, str] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True)

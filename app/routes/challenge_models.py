@@ -54,6 +54,12 @@ class TestPublic(BaseModel):
     message: str
 
 
+# The hint for one known mistake a failed verdict names (app/services/mistake_hints.py).
+class MistakeHint(BaseModel):
+    mistake: str = Field(description="The mistake's stable id, e.g. NO_RESCALE")
+    hint: str
+
+
 # A submission: `{"id", "status"}` while grading, CONTRACT.md's verdict plus id and status once done.
 class SubmissionPublic(BaseModel):
     model_config = ConfigDict(extra="allow")
@@ -66,6 +72,9 @@ class SubmissionPublic(BaseModel):
     output: str | None = Field(default=None, description="A capped excerpt of what the code printed")
     id: str
     status: SubmissionStatus
+    mistake_hints: list[MistakeHint] | None = Field(
+        default=None, description="A failed verdict's hint per known mistake it names, in its order"
+    )
 
 
 # One line of a visitor's attempts at a challenge (newest first), with its score once graded.

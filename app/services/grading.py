@@ -13,7 +13,7 @@ import logging
 import secrets
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from huey import MemoryHuey, RedisHuey
@@ -33,6 +33,7 @@ from app.services.embedded_queue import (
     make_embedded_huey,
 )
 from app.services.leases import LeaseKeeper, claim, queued_lease, reap, record_verdict, with_db_retries
+from app.services.mistake_hints import with_mistake_hints
 from app.services.scheduling import record_challenge_result
 from graders.limits import Limits
 
@@ -57,6 +58,7 @@ def grade_submission(
     topics: Mapping[str, Sequence[str]] | None = None,
     on_done: Callable[[str, dict[str, Any]], None] | None = None,
     keeper: LeaseKeeper | None = None,
+    mistake_hints: Mapping[str, Mapping[str, str]] | None = None,
 ) -> bool:
     """Grade one stored submission and store its verdict; True if this call stored it.
 
@@ -66,7 +68,8 @@ def grade_submission(
     repetition: a pass is a Good review of the challenge's concept cards (`topics[slug]`), any
     other verdict brings them forward. `on_done(id, json)` runs once the verdict is committed,
     with the submission's JSON (it wakes the requests waiting). `keeper` renews the lease while
-    the grading runs.
+    the grading runs. `mistake_hints[slug]`: the hint per named mistake (challenge.yaml), added to a
+    failed verdict for the mistakes its diagnosis names (app/services/mistake_hints.py).
     """
     from graders.runner import grade
 
@@ -92,6 +95,7 @@ def grade_submission(
         graded = True
         try:
             result = grade(slug, code, limits).to_json()
+            result = with_mistake_hints(result, (mistake_hints or {}).get(slug, {}))
         except Exception:  # the grader's own failure must not leave the submission running forever
             graded = False
             log.exception("grader failed on submission %s", submission_id)
@@ -174,6 +178,8 @@ class GradingQueue:
     # slug -> the topics of its concept cards (challenge.yaml), for spaced repetition
     topics: Mapping[str, Sequence[str]]
     consumer: Consumer | None = None
+    # slug -> {mistake id: hint} (challenge.yaml's mistake_hints), for a failed verdict's first hint
+    mistake_hints: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # Called with a submission's id once its verdict is stored (in the grading thread).
     on_done: Callable[[str, dict[str, Any]], None] | None = None
 
@@ -192,7 +198,9 @@ class GradingQueue:
 
         @self.huey.task(name=TASK_NAME)
         def _grade(submission_id: str) -> None:
-            grade_submission(engine, submission_id, settings, limits, topics, self._notify, self.keeper)
+            grade_submission(
+                engine, submission_id, settings, limits, topics, self._notify, self.keeper, self.mistake_hints
+            )
 
         self._task = _grade
         # Started with the consumer and stopped with it: the lab's dispatcher runs where the queue
@@ -336,10 +344,15 @@ class GradingQueue:
             self._lock.release()
 
 
-def build_queue(settings: Settings, engine: Engine, topics: Mapping[str, Sequence[str]]) -> GradingQueue:
+def build_queue(
+    settings: Settings,
+    engine: Engine,
+    topics: Mapping[str, Sequence[str]],
+    mistake_hints: Mapping[str, Mapping[str, str]] | None = None,
+) -> GradingQueue:
     # The checks run torch in this process beside the sandbox's children on few cores:
     # one thread each, set before torch's first op (two 2-thread torch processes collapse).
     import torch
 
     torch.set_num_threads(1)
-    return GradingQueue(make_huey(settings), engine, settings, topics)
+    return GradingQueue(make_huey(settings), engine, settings, topics, mistake_hints=mistake_hints or {})

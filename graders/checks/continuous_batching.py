@@ -34,7 +34,9 @@ from graders.sandbox.protocol import SubmissionError, SubmissionLink
 from graders.wording import plural
 
 SLUG = "continuous-batching"
-KNOWN_MISTAKES = tuple(mistake_sentence(s) for s in Slip)
+# The sentences are computed, so the ids are the Slip names (graders/mistakes.py).
+NAMED_MISTAKES = {s.name: mistake_sentence(s) for s in Slip}
+KNOWN_MISTAKES = tuple(NAMED_MISTAKES.values())
 
 S = Step()
 Script = tuple[Dims, Sequence[Op]]

@@ -25,7 +25,12 @@ import numpy as np
 import torch
 
 from graders.checks.attention_common import (
+    NO_SCALE,
+    NOT_FINITE,
+    SCALE_D,
+    SCALE_HD,
     SCALE_MISTAKES,
+    SCALE_SQRT_D,
     Comparison,
     Evidence,
     Variant,
@@ -88,6 +93,12 @@ GLOBAL_STATE = (
     "the step ignored a change to the cached keys and values: read the past only from cache['k'] "
     "and cache['v'], not from anything kept between calls"
 )
+
+# Every sentence the diagnosis can name (graders/mistakes.py gives each its constant's name as id).
+KNOWN_MISTAKES = (
+    NOT_APPENDED, NO_CACHE_READ, MASK_NOT_OFFSET, HIDES_ALL, CACHE_BTHD, CACHE_K_TRANSPOSED, CACHE_MERGED,
+    CACHE_OVERWRITTEN, CACHE_SWAPPED, GLOBAL_STATE, SCALE_SQRT_D, SCALE_D, SCALE_HD, NO_SCALE, NOT_FINITE,
+)  # fmt: skip
 
 
 class _IgnoredChange(Mismatch):

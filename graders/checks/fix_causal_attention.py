@@ -17,6 +17,10 @@ from graders.checks.attention_common import (
     MASK_AFTER_SOFTMAX,
     MERGE_NO_TRANSPOSE,
     NO_MASK,
+    NO_SCALE,
+    NOT_FINITE,
+    SCALE_D,
+    SCALE_HD,
     SCALE_MISTAKES,
     SCALE_SQRT_D,
     SOFTMAX_OVER_QUERIES,
@@ -45,6 +49,10 @@ CAUSALITY_SHAPE = (2, 9, 32, 4)
 CAUSALITY_FROM = 6  # tokens CAUSALITY_FROM.. are changed; positions before must not move
 
 PLANTED = (MASK_AFTER_SOFTMAX, SCALE_SQRT_D, MERGE_NO_TRANSPOSE)
+# Every sentence the diagnosis can name (graders/mistakes.py gives each its constant's name as id).
+KNOWN_MISTAKES = (
+    *PLANTED, NO_MASK, SOFTMAX_OVER_QUERIES, SPLIT_NO_TRANSPOSE, SCALE_D, SCALE_HD, NO_SCALE, NOT_FINITE,
+)  # fmt: skip
 
 
 def _buggy_forward(

@@ -40,6 +40,7 @@ from graders.checks.gqa_attention_mistakes import (  # noqa: F401 - names the te
     CACHE_NOT_APPENDED,
     CACHE_SWAPPED,
     KEPT_STATE,
+    KNOWN_MISTAKES,
     KV_SPLIT,
     MASK_NOT_OFFSET,
     REPEAT_TILED,

@@ -13,7 +13,12 @@ from graders.checks.attention_common import (
     MASK_AFTER_SOFTMAX,
     MERGE_NO_TRANSPOSE,
     NO_MASK,
+    NO_SCALE,
+    NOT_FINITE,
+    SCALE_D,
+    SCALE_HD,
     SCALE_MISTAKES,
+    SCALE_SQRT_D,
     MaskKind,
     Scale,
     Variant,
@@ -53,6 +58,12 @@ KEPT_STATE = (
     "the module ignored a change to the cache it was given: read the past only from the cache argument, "
     "not from anything kept on the module"
 )
+# Every sentence the diagnosis can name (graders/mistakes.py gives each its constant's name as id).
+KNOWN_MISTAKES = (
+    CACHE_AFTER_REPEAT, MASK_NOT_OFFSET, REPEAT_TILED, KV_SPLIT, CACHE_IGNORED, CACHE_NOT_APPENDED,
+    CACHE_BTHD, CACHE_SWAPPED, KEPT_STATE, NO_MASK, MASK_AFTER_SOFTMAX, MERGE_NO_TRANSPOSE, SCALE_SQRT_D,
+    SCALE_D, SCALE_HD, NO_SCALE, NOT_FINITE,
+)  # fmt: skip
 
 KVSplit = Literal["grouped", "interleaved"]
 Repeat = Literal["interleave", "tile"]

@@ -185,7 +185,7 @@ def draw(make: Callable[[], Case], telling: tuple[str, ...], tries: int = 400) -
 # --- tests -----------------------------------------------------------------------------------------
 
 
-def _test_unchanged(session: SubmissionLink, case: Case, full: dict[str, Any]) -> None:
+def _test_unchanged(report: CheckReport, session: SubmissionLink, case: Case, full: dict[str, Any]) -> None:
     logits, tokens, _ = case
     handle, first = call_entry(session, "process_logits", logits, tokens, keep="both")
     first = as_tensor(first, "process_logits(logits, tokens)")
@@ -195,6 +195,7 @@ def _test_unchanged(session: SubmissionLink, case: Case, full: dict[str, Any]) -
     after = as_tensor(session.get(handle), "the logits passed in")
     if not torch.equal(after, first):
         b, v = _first_difference(after, first)
+        report.diagnose(mistakes.MUTATES_INPUT)  # named in the diagnosis too, so its hint is shown
         raise Mismatch(
             f"after process_logits(x, tokens, ...) the x passed in changed at row {b}, token {v}: "
             f"{float(first[b, v]):g} became {float(after[b, v]):g}. {mistakes.MUTATES_INPUT}"
@@ -324,9 +325,8 @@ def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
         case(ngram=2, **full),
         positional=True,
     )
-    run_test(
-        report, "the logits passed in are left unchanged", partial(_test_unchanged, session, case()(), full)
-    )
+    unchanged = partial(_test_unchanged, report, session, case()(), full)
+    run_test(report, "the logits passed in are left unchanged", unchanged)
     run_test(
         report,
         "ValueError for repetition_penalty <= 0, temperature <= 0, min_p outside [0, 1], "

@@ -37,7 +37,43 @@
     if (hidden.length <= 1) nextHint.hidden = true;
   });
 
-  const render = (data) => window.kvprepVerdict.render(data, { heading: "Likely cause" });
+  // A failed verdict that names a known mistake carries its hint (mistake_hints, one per named
+  // mistake, in the diagnosis's order): the first is shown at the top of the hints, the others wait
+  // behind "Show a hint" ahead of the generic ones. Any other verdict clears them.
+  const mistakeHints = document.getElementById("mistake-hints");
+  function showMistakeHints(data) {
+    mistakeHints.replaceChildren();
+    (data.mistake_hints || []).forEach((h, i) => {
+      const div = document.createElement("div");
+      div.className = "hint mistake-hint";
+      div.dataset.mistake = h.mistake;
+      div.hidden = i > 0;
+      const label = document.createElement("strong");
+      label.textContent = "For the mistake your last submission made: ";
+      div.append(label, h.hint);
+      mistakeHints.appendChild(div);
+    });
+    nextHint.hidden = !root.querySelector(".hint[hidden]");
+    if (!mistakeHints.firstChild) return;
+    // The verdict is where the person is looking; the hints sit in the other column (above it on
+    // a phone): a link under the likely cause takes them there.
+    const link = document.createElement("a");
+    link.href = "#mistake-hints";
+    link.id = "mistake-hint-link";
+    link.textContent = "A hint for this mistake";
+    link.addEventListener("click", (event) => {
+      event.preventDefault();
+      mistakeHints.scrollIntoView({ block: "center" });
+    });
+    const p = document.createElement("p");
+    p.append(link);
+    document.getElementById("diagnosis").appendChild(p);
+  }
+
+  const render = (data) => {
+    window.kvprepVerdict.render(data, { heading: "Likely cause" });
+    showMistakeHints(data);
+  };
 
   // The attempts list: one line per submission, newest first (as templates/challenges/_attempt.html).
   const history = document.getElementById("history");
