@@ -35,6 +35,7 @@ CHALLENGE_MODULES = {
     "moe-routing": "graders.checks.moe_routing",
     "logits-processors": "graders.checks.logits_processors",
     "continuous-batching": "graders.checks.continuous_batching",
+    "int4-weight-matmul": "graders.checks.int4_weight_matmul",
 }
 
 __all__ = ["CHALLENGE_MODULES", "CheckReport", "load_check"]
