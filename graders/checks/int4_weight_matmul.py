@@ -164,9 +164,9 @@ def _test_quantize(
 
 
 def _test_value_error(
-    report: CheckReport, session: Session, shape: tuple[int, int], group_size: int, mistake: str
+    report: CheckReport, session: Session, rng: Rng, shape: tuple[int, int], group_size: int, mistake: str
 ) -> None:
-    w = torch.randn(*shape)
+    w = rng.randn(*shape)
     try:
         call_entry(session, ENTRY_POINT, w, group_size)
     except SubmissionError as exc:
@@ -340,12 +340,12 @@ def run(session: Session, seed: int | None = None) -> CheckReport:
     )
     check(
         "quantize_int4(w (3, 20), group_size=8) raises ValueError: K is not a multiple of group_size",
-        partial(_test_value_error, report, session, (3, 20), 8, NO_VALUE_ERROR_K),
+        partial(_test_value_error, report, session, rng, (3, 20), 8, NO_VALUE_ERROR_K),
     )
     odd = py.choice([3, 5])
     check(
         f"quantize_int4(w (3, {4 * odd}), group_size={odd}) raises ValueError: an odd group_size",
-        partial(_test_value_error, report, session, (3, 4 * odd), odd, NO_VALUE_ERROR_ODD),
+        partial(_test_value_error, report, session, rng, (3, 4 * odd), odd, NO_VALUE_ERROR_ODD),
     )
     Nd, Gd, gsd = py.randint(4, 8), py.randint(3, 5), py.choice([4, 8])
     check(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from graders.examples.attention import DECODE_STEP, FIX_CAUSAL, GQA_ATTENTION
 from graders.examples.caches import KV_CACHE_BUFFER, PAGED_KV_CACHE, SLIDING_WINDOW_CACHE
+from graders.examples.int4 import INT4_WEIGHT_MATMUL
 from graders.examples.kernels import (
     INT8_KV_CACHE,
     LEFT_PADDED_DECODING,
@@ -36,6 +37,7 @@ RUN_SPECS: dict[str, RunSpec] = {
         MOE_ROUTING,
         LOGITS_PROCESSORS,
         CONTINUOUS_BATCHING,
+        INT4_WEIGHT_MATMUL,
     )
 }
 

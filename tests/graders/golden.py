@@ -45,6 +45,7 @@ STARTER_DIAGNOSIS: dict[str, list[str]] = {
     "moe-routing": ["your code raised NotImplementedError"],
     "logits-processors": ["your code raised NotImplementedError"],
     "continuous-batching": ["raised NotImplementedError"],
+    "int4-weight-matmul": ["your code raised NotImplementedError"],
 }
 
 

@@ -46,6 +46,7 @@ WRONG: dict[str, tuple[str, str]] = {
     "moe-routing": ("index_order", "route's experts (T, top_k), renormalize=True"),
     "logits-processors": ("rep_divides_all", "-inf shown as 0 (B, V) differs by up to"),
     "continuous-batching": ("preempted_to_back", "step-by-step trace: the first difference is at row"),
+    "int4-weight-matmul": ("nibbles_swapped", "quantize_int4's packed (uint8) (N, K // 2) differs"),
 }
 
 # A custom input breaking a rule between parameters, per challenge that has one: (input, parameter named).
@@ -61,6 +62,7 @@ BROKEN_RULES: dict[str, tuple[dict[str, object], str]] = {
     "paged-kv-cache": ({"n_blocks": 3, "block_size": 2, "len_a": 6, "len_b": 3}, "n_blocks"),
     "sampling": ({"vocab": 4, "top_k": 9}, "top_k"),
     "continuous-batching": ({"num_blocks": 1, "block_size": 1}, "num_blocks"),
+    "int4-weight-matmul": ({"K": 12, "group_size": 8}, "K"),
 }
 
 
