@@ -52,9 +52,17 @@ def random_format(rng: Rng, N: int, K: int, group_size: int) -> Format:
     G, rows = K // group_size, block_rows(N)
     packed = torch.randint(0, 256, (rows, K // 2), dtype=torch.uint8, generator=rng.torch)
     zeros = torch.randint(0, 16, (rows, G), dtype=torch.uint8, generator=rng.torch)
-    scales = 0.01 + rng.rand(rows, G) * 0.1
+    # Scales c / 128 (c in 1 .. 16): with x from grid_activations every product and every partial
+    # sum is a multiple of 2^-10 below 2^14 for K <= 2048, exact in float32, so any order of summing
+    # (group by group, zero points folded, one whole product) gives the same bits.
+    scales = torch.randint(1, 17, (rows, G), generator=rng.torch).float() / 128
     tiles = N // rows
     return packed.repeat(tiles, 1), scales.repeat(tiles, 1), zeros.repeat(tiles, 1)
+
+
+def grid_activations(rng: Rng, M: int, K: int) -> torch.Tensor:
+    """x (M, K) in multiples of 1/8 between -1 and 1 (see random_format)."""
+    return torch.randint(-8, 9, (M, K), generator=rng.torch).float() / 8
 
 
 def expected_product(x: torch.Tensor, fmt: Format, group_size: int) -> torch.Tensor:

@@ -104,12 +104,13 @@ def test_a_big_format_repeats_one_block_so_the_expected_product_is_exact() -> No
     assert torch.allclose(expected_product(x, fmt, 16), x @ dequantize_int4(*fmt, 16).T, rtol=1e-4, atol=1e-4)
 
 
-def test_the_big_weight_is_several_times_the_slack_and_above_the_resident_budget() -> None:
+def test_the_big_weight_is_several_times_the_slack_and_its_dequantization_over_the_budget() -> None:
     M, N, K, gs = check.BIG
     full = 4 * N * K
-    assert full >= 4 * outside.SLACK_BYTES and full > check.resident_budget(M, N, K, gs)
-    # A full dequantization holds the float weight and the codes it came from at once, at least.
-    assert full + N * K > 1.25 * check.resident_budget(M, N, K, gs)
+    assert full >= 4 * outside.SLACK_BYTES
+    # A full dequantization holds the float weight and the codes it came from at once, at least;
+    # the worked solution took 13.7 MiB of the 36.4 MiB budget in the sandbox (2026-12-02).
+    assert full + N * K > check.resident_budget(M, N, K, gs) > 2 * (N * K // 2 + (1 << 20))
 
 
 def test_the_verdict_reports_multiply_adds_and_the_largest_tensor_against_the_reference() -> None:
