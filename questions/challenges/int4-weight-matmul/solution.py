@@ -40,9 +40,15 @@ def w4a16_matmul(x, packed, scales, zeros, group_size):
     M, K = x.shape
     N = packed.shape[0]
     half = group_size // 2  # bytes per group in a row
+    # Low nibbles hold the even columns, high nibbles the odd ones: multiply each by its own
+    # columns of x instead of interleaving the codes back.
+    x_even, x_odd = x[:, 0::2], x[:, 1::2]  # (M, K // 2) views
     out = x.new_zeros(M, N)
     for g in range(K // group_size):
-        codes = _codes(packed[:, g * half : (g + 1) * half])  # (N, group_size), integers: not counted
-        w_g = (codes.float() - zeros[:, g, None].float()) * scales[:, g, None]  # (N, group_size)
-        out += x[:, g * group_size : (g + 1) * group_size] @ w_g.T  # (M, N): this group's share of K
+        b = packed[:, g * half : (g + 1) * half]  # (N, half): this group's bytes, integers
+        z, s = zeros[:, g, None].float(), scales[:, g, None]  # (N, 1)
+        w_even = ((b & 0xF).float() - z) * s  # (N, half): the group's columns 2j
+        w_odd = ((b >> 4).float() - z) * s  # (N, half): its columns 2j + 1
+        cols = slice(g * half, (g + 1) * half)
+        out += x_even[:, cols] @ w_even.T + x_odd[:, cols] @ w_odd.T  # (M, N): this group's share of K
     return out

@@ -119,7 +119,8 @@ def test_the_verdict_reports_multiply_adds_and_the_largest_tensor_against_the_re
     M, N, K, gs = check.COST
     assert cost.passed and f"did {M * N * K:,} multiply-adds in its matrix products (1.00x)" in cost.message
     assert (
-        f"largest floating-point tensor held {N * gs:,} numbers, the reference's {N * gs:,}" in cost.message
+        f"largest floating-point tensor held {N * gs // 2:,} numbers, the reference's {N * gs:,}"
+        in cost.message
     )
 
 
@@ -132,10 +133,12 @@ def test_dequantizing_the_whole_weight_fails_with_the_size_it_built_in_words() -
     assert all(t.passed for t in report.tests[:5])  # quantize and dequantize are right
 
 
-def test_a_group_at_a_time_passes_but_two_groups_at_once_are_bigger_than_allowed() -> None:
-    two = SOLUTION.replace("half = group_size // 2  #", "group_size, half = 2 * group_size, group_size  #")
-    assert two != SOLUTION
-    report, _ = run(check, two, seed=2)
+def test_a_group_at_a_time_passes_but_four_groups_at_once_are_bigger_than_allowed() -> None:
+    four = SOLUTION.replace(
+        "half = group_size // 2  #", "group_size, half = 4 * group_size, 2 * group_size  #"
+    )
+    assert four != SOLUTION
+    report, _ = run(check, four, seed=2)
     assert any(mistakes.BIGGER_THAN_ALLOWED in t.message for t in report.tests if not t.passed)
 
 
