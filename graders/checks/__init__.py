@@ -36,6 +36,7 @@ CHALLENGE_MODULES = {
     "logits-processors": "graders.checks.logits_processors",
     "continuous-batching": "graders.checks.continuous_batching",
     "radix-prefix-cache": "graders.checks.radix_prefix_cache",
+    "int4-weight-matmul": "graders.checks.int4_weight_matmul",
 }
 
 __all__ = ["CHALLENGE_MODULES", "CheckReport", "load_check"]

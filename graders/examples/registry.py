@@ -5,6 +5,7 @@ from __future__ import annotations
 from graders.examples.attention import DECODE_STEP, FIX_CAUSAL, GQA_ATTENTION
 from graders.examples.caches import KV_CACHE_BUFFER, PAGED_KV_CACHE, SLIDING_WINDOW_CACHE
 from graders.examples.functions import KV_CACHE_BYTES, NUMPY_CACHED_GENERATION, SAMPLING, SPECULATIVE_DECODING
+from graders.examples.int4 import INT4_WEIGHT_MATMUL
 from graders.examples.kernels import (
     INT8_KV_CACHE,
     LEFT_PADDED_DECODING,
@@ -38,6 +39,7 @@ RUN_SPECS: dict[str, RunSpec] = {
         LOGITS_PROCESSORS,
         CONTINUOUS_BATCHING,
         RADIX_PREFIX_CACHE,
+        INT4_WEIGHT_MATMUL,
     )
 }
 

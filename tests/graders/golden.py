@@ -46,6 +46,7 @@ STARTER_DIAGNOSIS: dict[str, list[str]] = {
     "logits-processors": ["your code raised NotImplementedError"],
     "continuous-batching": ["raised NotImplementedError"],
     "radix-prefix-cache": ["raised NotImplementedError"],
+    "int4-weight-matmul": ["your code raised NotImplementedError"],
 }
 
 

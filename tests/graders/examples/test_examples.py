@@ -47,6 +47,7 @@ WRONG: dict[str, tuple[str, str]] = {
     "logits-processors": ("rep_divides_all", "-inf shown as 0 (B, V) differs by up to"),
     "continuous-batching": ("preempted_to_back", "step-by-step trace: the first difference is at row"),
     "radix-prefix-cache": ("most_recent", "call-by-call trace: the first difference is at row"),
+    "int4-weight-matmul": ("nibbles_swapped", "quantize_int4's packed (uint8) (N, K // 2) differs"),
 }
 
 # A custom input breaking a rule between parameters, per challenge that has one: (input, parameter named).
@@ -62,6 +63,7 @@ BROKEN_RULES: dict[str, tuple[dict[str, object], str]] = {
     "paged-kv-cache": ({"n_blocks": 3, "block_size": 2, "len_a": 6, "len_b": 3}, "n_blocks"),
     "sampling": ({"vocab": 4, "top_k": 9}, "top_k"),
     "continuous-batching": ({"num_blocks": 1, "block_size": 1}, "num_blocks"),
+    "int4-weight-matmul": ({"K": 12, "group_size": 8}, "K"),
 }
 
 
