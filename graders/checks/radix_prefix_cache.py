@@ -33,8 +33,11 @@ from graders.checks.serving_common import Rng, figure_test
 from graders.sandbox.protocol import SubmissionLink
 
 SLUG = "radix-prefix-cache"
-KNOWN_MISTAKES = tuple(mistake_sentence(s) for s in Slip)
-__all__ = ["ENTRY_POINT", "KNOWN_MISTAKES", "SLUG", "run"]
+# The sentences are built from each Slip's behaviour and rule, so the ids are the Slip names
+# (graders/mistakes.py); challenge.yaml's mistake_hints are keyed by them.
+NAMED_MISTAKES = {s.name: mistake_sentence(s) for s in Slip}
+KNOWN_MISTAKES = tuple(NAMED_MISTAKES.values())
+__all__ = ["ENTRY_POINT", "KNOWN_MISTAKES", "NAMED_MISTAKES", "SLUG", "run"]
 
 
 def I(*tokens: int) -> Insert:  # noqa: E743  # one letter keeps the rule scripts readable
