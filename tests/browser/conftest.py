@@ -179,9 +179,23 @@ def watch_csp(page) -> list[str]:  # type: ignore[no-untyped-def]
 
 
 def screenshot(page, name: str) -> Path:  # type: ignore[no-untyped-def]
+    """The whole page as a PNG in test-artifacts/, leaving the page as a person left it.
+
+    Playwright's full_page=True on a page taller than the window leaves Chromium swallowing the
+    next click (a quiz's Start button did nothing after one): the window is grown to the page's
+    height for the shot and given back its size instead, which takes the same picture."""
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    window = page.viewport_size
+    height = page.evaluate("document.documentElement.scrollHeight")
+    if window is None or height <= window["height"]:
+        page.screenshot(path=str(path), full_page=True)
+        return path
+    page.set_viewport_size({"width": window["width"], "height": height})
+    try:
+        page.screenshot(path=str(path))
+    finally:
+        page.set_viewport_size(window)
     return path
 
 

@@ -15,7 +15,8 @@ pytestmark = pytest.mark.browser
 def test_study_a_card_end_to_end(page) -> None:  # type: ignore[no-untyped-def]
     page.goto("/")
     expect(page.get_by_role("heading", name="Prepare for LLM inference interviews")).to_be_visible()
-    assert page.context.cookies()[0]["name"] == "kvprep_session"  # the guest session
+    names = {c["name"] for c in page.context.cookies()}
+    assert {"kvprep_session", "kvprep_device"} <= names  # the guest session, and this browser's device id
 
     # Search from the header.
     page.get_by_role("searchbox", name="Search cards").first.fill("query cached")
