@@ -66,24 +66,23 @@ def _status_field(text: str, name: str) -> int:
     raise NotMeasurable(f"/proc status has no {name}")
 
 
-def resident(pid: int) -> tuple[int, int]:
-    """(bytes resident now, most bytes resident since the last reset_peak) of process `pid`."""
+def _status(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/status") as f:
-            text = f.read()
+            return f.read()
     except OSError as exc:
         raise NotMeasurable(f"cannot read /proc/{pid}/status: {exc}") from None
+
+
+def resident(pid: int) -> tuple[int, int]:
+    """(bytes resident now, most bytes resident since the last reset_peak) of process `pid`."""
+    text = _status(pid)
     return _status_field(text, "VmRSS"), _status_field(text, "VmHWM")
 
 
 def resident_file(pid: int) -> int:
     """Bytes of process `pid`'s resident memory that are pages of files (RssFile, Linux >= 4.5)."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            text = f.read()
-    except OSError as exc:
-        raise NotMeasurable(f"cannot read /proc/{pid}/status: {exc}") from None
-    return _status_field(text, "RssFile")
+    return _status_field(_status(pid), "RssFile")
 
 
 def reset_peak(pid: int) -> None:
