@@ -6,6 +6,7 @@ import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 from sqlmodel import Session
@@ -24,6 +25,7 @@ from app.error_handlers import add_error_handlers
 from app.lab.jobs import LabJobs
 from app.middleware import BodySizeLimit
 from app.pages import GuestPageShortcut
+from app.personal_views import ForgetPagesOnWrite, PersonalPageShortcut, forget_submitter
 from app.routes import ROUTERS
 from app.security import RequestGuard, SecurityHeaders
 from app.services.challenge_runs import RunsInProgress
@@ -68,7 +70,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 {c.slug: c.meta.topics for c in challenges},
                 {c.slug: c.meta.mistake_hints for c in challenges},
             )
-            app.state.grading.on_done = app.state.verdict_waits.notify
+            waits, kept, engine = app.state.verdict_waits, app.state.personal_pages, app.state.engine
+
+            def verdict_stored(submission_id: str, payload: dict[str, Any]) -> None:
+                waits.notify(submission_id, payload)
+                forget_submitter(engine, kept, submission_id)
+
+            app.state.grading.on_done = verdict_stored
             # Lab runs go through the same queue; its workers only launch their child processes.
             app.state.lab = LabJobs(app.state.grading.huey, app.state.engine, settings)
             app.state.grading.companions.append(app.state.lab)  # dispatched where the queue is consumed
@@ -111,9 +119,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.verdict_waits = VerdictWaits()
     # At most one Run per visitor at a time, and run_slots Runs in all (their own sandbox slots).
     app.state.challenge_runs = RunsInProgress(settings.run_slots)
-    app.state.personal_pages = PersonalPages()  # each user's dashboard, until their data moves
+    app.state.personal_pages = PersonalPages()  # each user's personal pages, until their data moves
     # Innermost first: the kept guest pages answer inside the session middlewares, below any other.
+    app.add_middleware(ForgetPagesOnWrite)
     app.add_middleware(GuestPageShortcut)
+    app.add_middleware(PersonalPageShortcut)
     app.add_middleware(GuestSessionMiddleware)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(

@@ -18,12 +18,32 @@ from urllib.parse import urlsplit
 
 
 class Client:
-    """One keep-alive HTTP connection with its own guest-session cookie."""
+    """One keep-alive HTTP connection with its own cookies, kept as a browser keeps them: every
+    Set-Cookie by name (the session and the device cookie arrive in separate headers, and a later
+    response may refresh one of them without the other)."""
 
     def __init__(self, base: str, cookie: str = "") -> None:
         parts = urlsplit(base)
         self.conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=120)
-        self.cookie = cookie
+        self.jar: dict[str, str] = {}
+        for pair in filter(None, (part.strip() for part in cookie.split(";"))):
+            name, _, value = pair.partition("=")
+            self.jar[name] = value
+
+    @property
+    def cookie(self) -> str:
+        """The Cookie header this client sends."""
+        return "; ".join(f"{name}={value}" for name, value in self.jar.items())
+
+    def keep_cookies(self, response: http.client.HTTPResponse) -> None:
+        """Keep each Set-Cookie of `response` (a deleted cookie, Max-Age=0, is dropped)."""
+        for header in response.msg.get_all("set-cookie") or []:
+            pair, _, attributes = header.partition(";")
+            name, _, value = pair.strip().partition("=")
+            if "max-age=0" in attributes.lower().replace(" ", ""):
+                self.jar.pop(name, None)
+            else:
+                self.jar[name] = value
 
     def request(
         self, method: str, path: str, body: dict | None = None, accept: str = "application/json"
@@ -40,9 +60,7 @@ class Client:
         data = response.read()
         if response.status >= 500:
             raise RuntimeError(f"{method} {path}: HTTP {response.status}: {data[:200]!r}")
-        cookie = response.getheader("set-cookie")
-        if cookie:
-            self.cookie = cookie.split(";", 1)[0]
+        self.keep_cookies(response)
         if "json" not in (response.getheader("content-type") or ""):
             return response.status, {}
         return response.status, json.loads(data) if data else {}

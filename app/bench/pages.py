@@ -82,7 +82,7 @@ def signed_in_cookie(base: str) -> str:
     body = response.read()
     if response.status != 201:
         raise RuntimeError(f"signing up for the bench failed: {response.status} {body[:200]!r}")
-    client.cookie = (response.getheader("set-cookie") or "").split(";", 1)[0]
+    client.keep_cookies(response)
     client.request("GET", "/", accept="text/html")
     return client.cookie
 

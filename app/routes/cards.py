@@ -17,9 +17,17 @@ from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
 from app.cookie_session import has_no_user_row
-from app.deps import EngineDep, SessionDep, SettingsDep, SiteDep, app_clock, find_user
-from app.models import CardPage, CardPublic
+from app.deps import (
+    ClockDep,
+    EngineDep,
+    PersonalPagesDep,
+    SessionDep,
+    SettingsDep,
+    SiteDep,
+)
+from app.models import CardPage, CardPublic, User
 from app.pages import guest_cached
+from app.personal_views import personal_page
 from app.routes.calculator import calculator_url
 from app.services.card_status import NEW, CardStanding, standings
 from app.services.cards import (
@@ -152,14 +160,6 @@ def _with_statuses(body: Markup, found: dict[str, CardStanding]) -> Markup:
     return Markup(_STATUS_SLOTS.sub(status, str(body)))
 
 
-def _visitor_standings(request: Request, engine: Engine, body: Markup) -> dict[str, CardStanding]:
-    ids = _STATUS_SLOTS.findall(str(body))
-    with Session(engine) as session:
-        user = find_user(request, session)
-        now = app_clock(request).now()
-        return standings(session=session, user_id=user.id if user else None, card_ids=ids, now=now)
-
-
 def _card_body(session: Session, site: SiteContent, card_id: str) -> tuple[str, str, Markup] | None:
     card = get_card(session=session, card_id=card_id)
     if card is None:
@@ -224,8 +224,10 @@ def _with_session(engine: Engine, make: Callable[[Session], T]) -> T:
 async def card_list_page(
     request: Request,
     engine: EngineDep,
+    kept: PersonalPagesDep,
     settings: SettingsDep,
     site: SiteDep,
+    clock: ClockDep,
     filters: ListFilter,
     page: PageParam = 1,
 ) -> Response:
@@ -246,8 +248,14 @@ async def card_list_page(
 
     if not has_no_user_row(request):
         body = await list_body()
-        found = await run_in_threadpool(_visitor_standings, request, engine, body)
-        return page_with(_with_statuses(body, found))
+        now = clock.now()
+
+        def build(session: Session, user: User) -> Response:
+            ids = _STATUS_SLOTS.findall(str(body))
+            found = standings(session=session, user_id=user.id or None, card_ids=ids, now=now)
+            return page_with(_with_statuses(body, found))
+
+        return await personal_page(request, engine, kept, now, build)
 
     async def render() -> Response:
         return page_with(_with_statuses(await list_body(), {}))

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
-from sqlalchemy import Engine
 from sqlmodel import Session
-from starlette.concurrency import run_in_threadpool
 
-from app.content.challenges import Challenge
 from app.cookie_session import has_no_user_row
-from app.deps import CatalogDep, ChallengeDep, EngineDep, SessionDep, Visitor, find_user
-from app.models import Submission
+from app.deps import CatalogDep, ChallengeDep, ClockDep, EngineDep, PersonalPagesDep, SessionDep, Visitor
+from app.models import Submission, User
 from app.pages import guest_cached
+from app.personal_views import personal_page
 from app.routes.challenge_models import (
     ChallengePublic,
     ChallengeSolution,
@@ -57,14 +55,19 @@ def my_submissions(challenge: ChallengeDep, session: SessionDep, user: Visitor) 
 
 
 @pages.get("", response_class=HTMLResponse)
-async def challenge_list_page(request: Request, engine: EngineDep, catalog: CatalogDep) -> Response:
+async def challenge_list_page(
+    request: Request, engine: EngineDep, kept: PersonalPagesDep, catalog: CatalogDep, clock: ClockDep
+) -> Response:
     def page(found: dict[str, Standing]) -> Response:
         context = {"challenges": catalog.challenges, "standings": found}
         return templates.TemplateResponse(request, "challenges/list.html", context)
 
     if not has_no_user_row(request):
-        # One thread-pool hop for the session check and the visitor's attempts.
-        return page(await run_in_threadpool(_standings_for, request, engine))
+
+        def build(session: Session, user: User) -> Response:
+            return page(standings(session=session, user_id=user.id) if user.id else {})
+
+        return await personal_page(request, engine, kept, clock.now(), build)
 
     # A visitor without a user row has tried nothing: the list is the same for all of them.
     async def render() -> Response:
@@ -73,14 +76,10 @@ async def challenge_list_page(request: Request, engine: EngineDep, catalog: Cata
     return await guest_cached(request, ("challenges", "no-row"), render, needs_no_row=True)
 
 
-def _standings_for(request: Request, engine: Engine) -> dict[str, Standing]:
-    with Session(engine) as session:
-        user = find_user(request, session)
-        return standings(session=session, user_id=user.id) if user is not None and user.id else {}
-
-
 @pages.get("/{slug}", response_class=HTMLResponse)
-async def challenge_page(request: Request, engine: EngineDep, challenge: ChallengeDep) -> Response:
+async def challenge_page(
+    request: Request, engine: EngineDep, kept: PersonalPagesDep, challenge: ChallengeDep, clock: ClockDep
+) -> Response:
     def page(history: list[Submission]) -> Response:
         # The latest attempt's verdict is shown again after a reload (polled if still grading).
         last = submission_public(history[0]).model_dump(mode="json", exclude_none=True) if history else None
@@ -95,18 +94,16 @@ async def challenge_page(request: Request, engine: EngineDep, challenge: Challen
         )
 
     if not has_no_user_row(request):
-        return page(await run_in_threadpool(_history_for, request, engine, challenge))
+
+        def build(session: Session, user: User) -> Response:
+            return page(
+                user_history(session=session, user_id=user.id, slug=challenge.slug) if user.id else []
+            )
+
+        return await personal_page(request, engine, kept, clock.now(), build)
 
     # A visitor without a user row has no history: the page is the same for all of them.
     async def render() -> Response:
         return page([])
 
     return await guest_cached(request, ("challenge", challenge.slug, "no-row"), render, needs_no_row=True)
-
-
-def _history_for(request: Request, engine: Engine, challenge: Challenge) -> list[Submission]:
-    with Session(engine) as session:
-        user = find_user(request, session)
-        if user is None or not user.id:
-            return []
-        return user_history(session=session, user_id=user.id, slug=challenge.slug)

@@ -1,20 +1,14 @@
-"""Progress: the dashboard page (/progress) and its JSON (/api/progress), and the home page's due count."""
+"""Progress: the dashboard page (/progress) and its JSON (/api/progress)."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import Field
-from sqlalchemy import Engine
 from sqlmodel import Session
-from starlette.concurrency import run_in_threadpool
 
-from app.config import Settings
-from app.content.catalog import Catalog
-from app.cookie_session import CSRF_KEY, FLASH_KEY, csrf_token
 from app.deps import (
     CatalogDep,
     ClockDep,
@@ -23,13 +17,12 @@ from app.deps import (
     SessionDep,
     SettingsDep,
     Visitor,
-    visitor,
 )
+from app.models import User
+from app.personal_views import personal_page
 from app.routes.public import Number, Public, Timestamp
-from app.services.personal_pages import PersonalPages, data_version, valid_until
 from app.services.progress import build_dashboard, dashboard_json
-from app.services.scheduling import due_counts, humanize_interval
-from app.services.site import CSRF_SLOT
+from app.services.scheduling import humanize_interval
 from app.web import templates
 
 router = APIRouter(prefix="/api/progress", tags=["progress"])
@@ -104,46 +97,11 @@ async def progress_page(
     catalog: CatalogDep,
     clock: ClockDep,
 ) -> Response:
-    # One hop to the thread pool for the session check, the data version and (on a miss) the
-    # build: sync dependencies would each take a hop of their own, and queue behind each other.
-    return await run_in_threadpool(_progress_page, request, engine, kept, settings, catalog, clock.now())
+    now = clock.now()
 
-
-def _progress_page(
-    request: Request, engine: Engine, kept: PersonalPages, settings: Settings, catalog: Catalog, now: datetime
-) -> Response:
-    with Session(engine) as session:
-        user = visitor(request, session)
-        # A visitor with no message waiting gets the page kept since their last write; those
-        # without a user row (id 0: nothing written) share one.
-        keep = user.id is not None and not request.session.get(FLASH_KEY)
-        version = data_version(session, user) if keep else ()
-        if keep:
-            assert user.id is not None
-            body = kept.get(user.id, "progress", version, now)
-            if body is not None:
-                if CSRF_SLOT in body:
-                    body = body.replace(CSRF_SLOT, csrf_token(request).encode())
-                return HTMLResponse(body)
+    def build(session: Session, user: User) -> Response:
         board = build_dashboard(session=session, user=user, settings=settings, catalog=catalog, now=now)
         context = {"board": board, "now": now, "user": user, "until": humanize_interval}
-        response = templates.TemplateResponse(request, "progress/index.html", context)
-        if keep and user.id is not None:
-            body = bytes(response.body)
-            token = request.session.get(CSRF_KEY)
-            if isinstance(token, str):
-                body = body.replace(token.encode(), CSRF_SLOT)
-            kept.put(user.id, "progress", version, now, valid_until(session, user, now), body)
-        return response
+        return templates.TemplateResponse(request, "progress/index.html", context)
 
-
-def home_due_today(request: Request, engine: Engine, settings: Settings, now: datetime) -> int:
-    """Cards due today for the visitor, for the home page: reviews plus new cards.
-
-    Runs in the thread pool off the async home page, so it opens its own session on the app's
-    engine (the page needs none for a visitor without a row). Creates no guest row: a visitor
-    without one has only today's new cards.
-    """
-    with Session(engine) as session:
-        user = visitor(request, session)
-        return due_counts(session=session, user=user, settings=settings, now=now).today
+    return await personal_page(request, engine, kept, now, build)

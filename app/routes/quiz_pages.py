@@ -11,9 +11,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from sqlalchemy import Engine
 from sqlmodel import Session
-from starlette.concurrency import run_in_threadpool
 
 from app.config import Settings
 from app.cookie_session import flash, has_no_user_row
@@ -22,14 +20,15 @@ from app.deps import (
     CsrfChecked,
     CurrentUser,
     EngineDep,
+    PersonalPagesDep,
     SessionDep,
     SettingsDep,
     SiteDep,
     Visitor,
-    visitor,
 )
 from app.models import User
 from app.pages import guest_cached
+from app.personal_views import personal_page
 from app.routes.quiz_models import Difficulty, Kind, Mode, QuizCreate
 from app.routes.quiz_views import load_item, load_quiz, start
 from app.services import quiz as quizzes
@@ -86,13 +85,18 @@ async def start_page(
     site: SiteDep,
     settings: SettingsDep,
     engine: EngineDep,
+    kept: PersonalPagesDep,
     clock: ClockDep,
     mode: Mode = "topics",
 ) -> Response:
     form = {"mode": mode, "topics": [], "difficulty": "", "size": 10, "kinds": list(quizzes.KINDS)}
     now = clock.now()
     if not has_no_user_row(request):
-        return await run_in_threadpool(_start_page_for_visitor, request, engine, settings, now, form)
+
+        def build(session: Session, user: User) -> Response:
+            return _start_page(request, session, user, settings, now=now, form=form)
+
+        return await personal_page(request, engine, kept, now, build)
 
     # Nothing reviewed, no quiz yet: the counts follow from the bank alone, the same for everyone
     # without a row (each gets their own CSRF token in the form).
@@ -108,14 +112,6 @@ async def start_page(
         return templates.TemplateResponse(request, "quiz/start.html", context)
 
     return await guest_cached(request, ("quiz", mode, "no-row"), render, needs_no_row=True)
-
-
-def _start_page_for_visitor(
-    request: Request, engine: Engine, settings: Settings, now: datetime, form: dict[str, Any]
-) -> HTMLResponse:
-    with Session(engine) as session:
-        user = visitor(request, session)
-        return _start_page(request, session, user, settings, now=now, form=form)
 
 
 @pages.post("", dependencies=[CsrfChecked])

@@ -1,22 +1,29 @@
-"""A visitor's own pages (the progress dashboard), kept per user until their data or the clock moves.
+"""A visitor's own pages (the dashboard, the quiz start page, the challenge list and pages, the card
+list), kept per user until their data or the clock moves.
 
-Building the dashboard reads every review, card and submission of the user and renders a long
-page: ten milliseconds, most of a busy server's time. It changes only when the user writes
-(a review, an undo, a submission or its verdict, a setting) or when time passes a card's due
-moment or midnight. So a built page is kept under a version of the user's data read in one
-query of indexed counts (`data_version`), valid until the next moment the clock changes it
-(`valid_until`), and at most a minute, for the "in 3 hours" phrases. The version is read from
-the database, not kept in memory, so a write through any server (or a `kvprep worker`'s
-verdict) is seen by every server on its next request.
+A personal page reads the user's reviews, progress and submissions: milliseconds of queries and
+rendering, most of a busy server's time. It changes only when the user writes (a review, an
+undo, a quiz, a submission or its verdict, a setting) or when time passes a card's due moment or
+midnight. So a built page is kept under a version of the user's data read in one query of
+indexed counts (`data_version`), valid until the next moment the clock changes it
+(`valid_until`), and at most a minute, for the "in 3 hours" phrases.
 
-The session check is not kept: each request still finds its account in the database first,
-so a log-out or a new password elsewhere ends the session here at once.
+How fresh a kept page is, without asking the database on every request: writes through this
+process drop the writer's pages at once (`PersonalPages.forget`, called after every request that
+is not a GET, and when a verdict is stored). Writes elsewhere (another server, a `kvprep worker`'s
+verdict) and a log-out or a new password elsewhere are seen at the next check of the version and
+the session, at most RECHECK after the last one: a kept page is served without a query only
+while the session check and the version read that last confirmed it are younger than that.
+Everything but these GET pages (every API call, every form, every write) checks the session in
+the database on every request.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import func, text
@@ -30,19 +37,27 @@ from app.services.scheduling import start_of_day
 PERSONAL_PAGE_ENTRIES = 2048
 # The longest a kept page is shown: its relative times ("in 3 hours") drift by at most this.
 MAX_AGE = timedelta(seconds=60)
+# How long a confirmed page is served without asking the database again (monotonic seconds): a
+# write, a log-out or a new password through another server shows here within this time.
+RECHECK_S = 0.5
 
-# Counts and largest ids of the user's rows that a dashboard shows: any write moves one of them
-# (a review or an undo: the review count; a verdict: the count of verdicts; a new card: the
-# progress count). Each is an index range scan on user_id.
+# Counts, largest ids and latest times of the user's rows that a personal page shows: any write
+# moves one of them (a review: the review count; an undo and a new rating after it, which may
+# reuse the undone row's id: the latest review time; a verdict: the count of verdicts; a new card:
+# the progress count; a quiz begun or finished: the quiz counts). Each is an index range scan on
+# user_id.
 _VERSION_SQL = text(
     """
     SELECT
       (SELECT count(*) FROM review WHERE user_id = :u),
       (SELECT max(id) FROM review WHERE user_id = :u),
+      (SELECT max(reviewed_at) FROM review WHERE user_id = :u),
       (SELECT count(*) FROM cardprogress WHERE user_id = :u),
       (SELECT count(*) FROM submission WHERE user_id = :u),
       (SELECT count(verdict) FROM submission WHERE user_id = :u),
-      (SELECT max(id) FROM submission WHERE user_id = :u)
+      (SELECT max(id) FROM submission WHERE user_id = :u),
+      (SELECT count(*) FROM quizsession WHERE user_id = :u),
+      (SELECT count(finished_at) FROM quizsession WHERE user_id = :u)
     """
 )
 
@@ -70,27 +85,57 @@ def valid_until(session: Session, user: User, now: datetime) -> datetime:
     return limit
 
 
-class PersonalPages:
-    """Pages kept per (user, page name): the body, its data version, and from when until when it holds."""
+@dataclass
+class _Kept:
+    version: tuple[object, ...]
+    built: datetime  # the page's own clock: it holds from `built` until `until`
+    until: datetime
+    body: bytes
+    credential: str  # the session credential that the last check found valid
+    checked: float  # time.monotonic() of that check
 
-    def __init__(self, entries: int = PERSONAL_PAGE_ENTRIES) -> None:
+
+class PersonalPages:
+    """Pages kept per (user, page key): the body, its data version, from when until when it holds,
+    and when the session and the version were last confirmed against the database."""
+
+    def __init__(self, entries: int = PERSONAL_PAGE_ENTRIES, recheck_s: float = RECHECK_S) -> None:
         self._entries = entries
-        self._kept: OrderedDict[tuple[int, str], tuple[tuple[object, ...], datetime, datetime, bytes]] = (
-            OrderedDict()
-        )
+        self._recheck_s = recheck_s
+        self._kept: OrderedDict[tuple[int, str], _Kept] = OrderedDict()
+        self._keys_of: dict[int, set[str]] = {}
         self._lock = threading.Lock()
 
-    def get(self, user_id: int, name: str, version: tuple[object, ...], now: datetime) -> bytes | None:
+    def recent(self, user_id: int, name: str, credential: str, now: datetime) -> bytes | None:
+        """The kept page if a check younger than RECHECK found it current for this credential:
+        served with no query at all."""
+        with self._lock:
+            entry = self._kept.get((user_id, name))
+            if (
+                entry is None
+                or entry.credential != credential
+                or time.monotonic() - entry.checked >= self._recheck_s
+                or not entry.built <= now < entry.until
+            ):
+                return None
+            self._kept.move_to_end((user_id, name))
+            return entry.body
+
+    def get(
+        self, user_id: int, name: str, version: tuple[object, ...], now: datetime, credential: str = ""
+    ) -> bytes | None:
+        """The kept page if its version is `version` (just read) and the clock has not moved past
+        it; the session check that preceded this call confirms it for `credential` from now."""
         with self._lock:
             entry = self._kept.get((user_id, name))
             if entry is None:
                 return None
-            kept_version, built, until, body = entry
-            if kept_version != version or not built <= now < until:
-                del self._kept[(user_id, name)]
+            if entry.version != version or not entry.built <= now < entry.until:
+                self._drop(user_id, name)
                 return None
+            entry.credential, entry.checked = credential, time.monotonic()
             self._kept.move_to_end((user_id, name))
-            return body
+            return entry.body
 
     def put(
         self,
@@ -100,9 +145,26 @@ class PersonalPages:
         built: datetime,
         until: datetime,
         body: bytes,
+        credential: str = "",
     ) -> None:
         with self._lock:
-            self._kept[(user_id, name)] = (version, built, until, body)
+            self._kept[(user_id, name)] = _Kept(version, built, until, body, credential, time.monotonic())
             self._kept.move_to_end((user_id, name))
+            self._keys_of.setdefault(user_id, set()).add(name)
             while len(self._kept) > self._entries:
-                self._kept.popitem(last=False)
+                (old_user, old_name), _ = next(iter(self._kept.items()))
+                self._drop(old_user, old_name)
+
+    def forget(self, user_id: int) -> None:
+        """Drop every page kept for this user (they wrote something through this process)."""
+        with self._lock:
+            for name in list(self._keys_of.get(user_id, ())):
+                self._drop(user_id, name)
+
+    def _drop(self, user_id: int, name: str) -> None:
+        self._kept.pop((user_id, name), None)
+        names = self._keys_of.get(user_id)
+        if names is not None:
+            names.discard(name)
+            if not names:
+                del self._keys_of[user_id]
