@@ -39,10 +39,6 @@ class Cache:
     rows: tuple[tuple[int, ...], ...]
 
 
-class Refused(ValueError):
-    """A call the model refused (the submission sees a ValueError; the record keeps it)."""
-
-
 @dataclass
 class HistoryModel:
     seed: int
@@ -98,7 +94,8 @@ class HistoryModel:
     def _out(self, cache: Cache) -> Any:
         return Remote(cache) if self.wrap else cache
 
-    def _refuse(self, message: str, kind: type[Exception] = Refused) -> None:
+    def _refuse(self, message: str, kind: type[Exception] = ValueError) -> None:
+        """Keep the refusal on the record, then raise it (a builtin type the submission sees as is)."""
         self.refusals.append(message)
         raise kind(message)
 
