@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from graders.examples.attention import DECODE_STEP, FIX_CAUSAL, GQA_ATTENTION
+from graders.examples.beam import BEAM_SEARCH
 from graders.examples.caches import KV_CACHE_BUFFER, PAGED_KV_CACHE, SLIDING_WINDOW_CACHE
 from graders.examples.functions import KV_CACHE_BYTES, NUMPY_CACHED_GENERATION, SAMPLING, SPECULATIVE_DECODING
 from graders.examples.int4 import INT4_WEIGHT_MATMUL
@@ -40,6 +41,7 @@ RUN_SPECS: dict[str, RunSpec] = {
         CONTINUOUS_BATCHING,
         RADIX_PREFIX_CACHE,
         INT4_WEIGHT_MATMUL,
+        BEAM_SEARCH,
     )
 }
 

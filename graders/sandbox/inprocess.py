@@ -16,13 +16,17 @@ import numpy as np
 import torch
 
 from graders.sandbox.protocol import Handle, Keep, LoadError, Pending, SubmissionError
+from graders.sandbox.remote import Remote, RemoteCallError, RemoteProxy, RemoteTable, raised_in_submission
 from graders.wording import describe
 
 _PLAIN_SCALARS = (type(None), bool, int, float, str, torch.dtype)  # dtypes: as the wire allows
 
 
-def _to_wire(value: Any, objects: dict[int, Any]) -> Any:
-    """Copy a check's argument into the submission's world (resolving handles)."""
+def _to_wire(value: Any, objects: dict[int, Any], proxy: Any = None) -> Any:
+    """Copy a check's argument into the submission's world (resolving handles; a Remote becomes
+    `proxy(remote)`, the submission's RemoteProxy of it)."""
+    if isinstance(value, Remote) and proxy is not None:
+        return proxy(value)
     if isinstance(value, Handle):
         obj = objects[value.id]
         return getattr(obj, value.attr) if value.attr else obj
@@ -31,11 +35,11 @@ def _to_wire(value: Any, objects: dict[int, Any]) -> Any:
     if isinstance(value, np.ndarray):
         return value.copy()
     if isinstance(value, list):
-        return [_to_wire(v, objects) for v in value]
+        return [_to_wire(v, objects, proxy) for v in value]
     if isinstance(value, tuple):
-        return tuple(_to_wire(v, objects) for v in value)
+        return tuple(_to_wire(v, objects, proxy) for v in value)
     if isinstance(value, dict):
-        return {k: _to_wire(v, objects) for k, v in value.items()}
+        return {k: _to_wire(v, objects, proxy) for k, v in value.items()}
     if isinstance(value, (*_PLAIN_SCALARS, torch.dtype)):
         return value
     raise TypeError(f"cannot send {type(value).__name__} to a submission")
@@ -44,6 +48,7 @@ def _to_wire(value: Any, objects: dict[int, Any]) -> Any:
 class InProcessLink:
     def __init__(self, code: str, filename: str = "submission.py") -> None:
         self._objects: dict[int, Any] = {}
+        self.remotes = RemoteTable()  # the grader's objects handed to the submission (remote.py)
         self._out = io.StringIO()
         self.module = types.ModuleType("submission")
         try:
@@ -58,10 +63,33 @@ class InProcessLink:
         self._objects[handle.id] = obj
         return handle
 
+    # -- the grader's objects, called back with the sandbox's copy semantics ---------------------
+
+    def _proxy(self, remote: Remote) -> RemoteProxy:
+        return RemoteProxy(self._callback, self.remotes.register(remote), remote.methods)
+
+    def _callback(self, rid: int, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """As the sandbox's callback: data copied in (the submission's objects as Handles, proxies as
+        the grader's objects), the result copied out (a Remote in it as a new proxy)."""
+        try:
+            copied = [self._from_wire(a) for a in args]
+            named = {k: self._from_wire(v) for k, v in kwargs.items()}
+            result = self.remotes.call(rid, method, copied, named)
+        except (RemoteCallError, SubmissionError) as exc:  # SubmissionError: a reference never given out
+            if isinstance(exc, SubmissionError):
+                raise ValueError(exc.message) from None
+            raise raised_in_submission(exc.type_name, exc.message) from None
+        return _to_wire(result, self._objects, self._proxy)
+
     def _from_wire(self, value: Any) -> Any:
         """Decode a submission's value: plain data is copied, anything else becomes a Handle."""
         if type(value) in _PLAIN_SCALARS:
             return value
+        if type(value) is RemoteProxy:  # handed back: the grader's own object, as the sandbox resolves it
+            try:
+                return self.remotes.resolve(value.remote_id)
+            except RemoteCallError as exc:
+                raise SubmissionError("ValueError", exc.message) from None
         if isinstance(value, torch.Tensor):
             return value.detach().clone()
         if isinstance(value, np.ndarray):
@@ -88,8 +116,8 @@ class InProcessLink:
         **kwargs: Any,
     ) -> Any:
         fn = self.module.__dict__[target] if isinstance(target, str) else _to_wire(target, self._objects)
-        wire_args = [_to_wire(a, self._objects) for a in args]
-        wire_kwargs = {k: _to_wire(v, self._objects) for k, v in kwargs.items()}
+        wire_args = [_to_wire(a, self._objects, self._proxy) for a in args]
+        wire_kwargs = {k: _to_wire(v, self._objects, self._proxy) for k, v in kwargs.items()}
         try:
             with contextlib.redirect_stdout(self._out):
                 result = fn(*wire_args, **wire_kwargs)
@@ -122,8 +150,8 @@ class InProcessLink:
         from graders.sandbox.footprint import measured_call
 
         fn = self.module.__dict__[target] if isinstance(target, str) else _to_wire(target, self._objects)
-        wire_args = [_to_wire(a, self._objects) for a in args]
-        wire_kwargs = {k: _to_wire(v, self._objects) for k, v in kwargs.items()}
+        wire_args = [_to_wire(a, self._objects, self._proxy) for a in args]
+        wire_kwargs = {k: _to_wire(v, self._objects, self._proxy) for k, v in kwargs.items()}
         try:
             with contextlib.redirect_stdout(self._out):
                 result, largest = measured_call(fn, wire_args, wire_kwargs)
@@ -135,8 +163,8 @@ class InProcessLink:
         from graders.sandbox.work_counter import counted_call
 
         fn = self.module.__dict__[target] if isinstance(target, str) else _to_wire(target, self._objects)
-        wire_args = [_to_wire(a, self._objects) for a in args]
-        wire_kwargs = {k: _to_wire(v, self._objects) for k, v in kwargs.items()}
+        wire_args = [_to_wire(a, self._objects, self._proxy) for a in args]
+        wire_kwargs = {k: _to_wire(v, self._objects, self._proxy) for k, v in kwargs.items()}
         try:
             with contextlib.redirect_stdout(self._out):
                 result, largest, madds = counted_call(fn, wire_args, wire_kwargs)

@@ -24,6 +24,11 @@ and each gets exactly one reply:
     {"load_error": message}        the code could not be loaded
     {"type_error" | "key_error": message}   a check asked for something impossible
 
+While a call runs, the submission may call back a grader's object it was handed (a `Remote`,
+graders/sandbox/remote.py): the child then sends `{"callback": {"id", "method", "args", "kwargs"}}`
+and reads one frame back, `{"ok": value}` or `{"raised": [type, message]}`, before the call goes on;
+the request's own reply comes after every callback it made.
+
 Nothing here is trusted by the grader: a submission can rewrite all of it from inside and
 only ever produce wrong data or a broken connection, both of which fail it.
 """
@@ -42,6 +47,7 @@ from typing import Any, NoReturn
 from graders.sandbox import wire
 from graders.sandbox.footprint import measured_call, storages
 from graders.sandbox.protocol import Handle
+from graders.sandbox.remote import RemoteProxy, raised_in_submission
 from graders.sandbox.work_counter import counted_call
 
 SUBMISSION_FILE = "submission.py"
@@ -184,7 +190,32 @@ class Runtime:
         return getattr(obj, handle.attr) if handle.attr else obj
 
     def _decode(self, value: Any, payload: bytearray) -> Any:
-        return wire.decode(value, payload, self.resolve)
+        return wire.decode(value, payload, self.resolve, remote=self._proxy)
+
+    def _proxy(self, rid: int, methods: tuple[str, ...]) -> RemoteProxy:
+        return RemoteProxy(self._callback, rid, methods)
+
+    def _callback(self, rid: int, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Call a grader's object: one frame out, one frame back, while the grader waits on this call."""
+        encoder = wire.Encoder(self.keep)
+        header = {
+            "callback": {
+                "id": rid,
+                "method": method,
+                "args": encoder.encode(list(args)),
+                "kwargs": encoder.encode(dict(kwargs)),
+            }
+        }
+        wire.send_frame(self.sock, header, encoder.parts)
+        try:
+            reply, payload = wire.recv_frame(self.sock, max_bytes=MAX_REQUEST_BYTES)
+        except (EOFError, OSError):
+            os._exit(0)  # the grader is gone
+        if type(reply) is dict and "ok" in reply:
+            return self._decode(reply["ok"], payload)
+        if type(reply) is dict and type(reply.get("raised")) is list and len(reply["raised"]) == 2:
+            raise raised_in_submission(*(str(x) for x in reply["raised"]))
+        os._exit(EXIT_PROTOCOL)
 
     # -- operations -------------------------------------------------------------------------
 

@@ -6,7 +6,9 @@ graders/sandbox/protocol.py: every request is a wire frame (graders/sandbox/wire
 setitem and new_dict, whose only answer is "done", wait to go out with the next request, in
 one round trip. Nothing the child sends is trusted: a broken frame, an early exit, a blocked
 operation or the wall clock ends the session with LimitExceeded; the exit report the fork
-server sends for the child explains how it ended.
+server sends for the child explains how it ended. While it waits for a reply, the link answers
+the child's callbacks to the grader's objects it was handed (`Remote`, graders/sandbox/remote.py),
+running them here, where the submission cannot reach them.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from graders.sandbox.protocol import (
     measured_reply,
     storages_reply,
 )
+from graders.sandbox.remote import RemoteCallError, RemoteTable
 
 EXIT_WAIT_S = 5.0
 EXIT_SETUP_FAILED, EXIT_NO_MEMORY = 70, 71  # graders/sandbox/child_side.py, runtime.py
@@ -89,6 +92,7 @@ class SandboxLink:
         self._pending_encoder: wire.Encoder | None = None
         self._named = 0  # the last handle id this side named (new_dict): -1, -2, ...
         self.round_trips = 0  # requests sent (a batch counts once), for graders/bench.py
+        self.remotes = RemoteTable()  # the grader's objects this child was handed, by id
         self.bytes_sent = 0
         self.bytes_received = 0
 
@@ -267,7 +271,30 @@ class SandboxLink:
 
     def _encoder(self) -> wire.Encoder:
         """The encoder a request's values go into: the pending setitems' one, so all share a payload."""
-        return self._pending_encoder or wire.Encoder()
+        return self._pending_encoder or wire.Encoder(remote=self.remotes.register)
+
+    def _remote(self, rid: int, methods: tuple[str, ...]) -> Any:
+        """A grader's object the child named; an id it was never given is an unreadable reply."""
+        try:
+            return self.remotes.resolve(rid)
+        except RemoteCallError as exc:
+            raise wire.WireError(exc.message) from None
+
+    def _answer_callback(self, call: Any, payload: bytearray) -> None:
+        """Run one callback of the child's on the grader's object and send its answer back."""
+        if type(call) is not dict:
+            raise wire.WireError("a callback must be an object")
+        try:
+            args = wire.decode(call.get("args"), payload, remote=self._remote)
+            kwargs = wire.decode(call.get("kwargs"), payload, remote=self._remote)
+            result = self.remotes.call(call.get("id"), call.get("method"), args, kwargs)
+            encoder = wire.Encoder(remote=self.remotes.register)
+            header: dict[str, Any] = {"ok": encoder.encode(result)}
+            parts = encoder.parts
+        except RemoteCallError as exc:
+            header, parts = {"raised": [exc.type_name, exc.message]}, []
+        wire.send_frame(self.sock, header, parts)
+        self.bytes_received += len(payload)
 
     def _request(
         self, header: dict[str, Any], encoder: wire.Encoder | None = None, reply: Pending | None = None
@@ -306,6 +333,11 @@ class SandboxLink:
             answer, payload = wire.recv_frame(
                 self.sock, max_bytes=self.limits.max_reply_bytes, deadline=self.deadline, what="reply"
             )
+            while type(answer) is dict and "callback" in answer:  # the child calls a grader's object
+                self._answer_callback(answer["callback"], payload)
+                answer, payload = wire.recv_frame(
+                    self.sock, max_bytes=self.limits.max_reply_bytes, deadline=self.deadline, what="reply"
+                )
             self.bytes_received += len(payload)
         except TimeoutError:
             self._stop()
@@ -347,7 +379,7 @@ class SandboxLink:
             raise self._fail("error", "your code's process sent back something unreadable")
         if "ok" in reply:
             try:
-                return wire.decode(reply["ok"], payload)
+                return wire.decode(reply["ok"], payload, remote=self._remote)
             except wire.WireError as exc:
                 self._stop()
                 raise self._fail(

@@ -9,6 +9,9 @@ bytes of every tensor and array in it, back to back. In the header a value is on
     {"$": "tensor" | "ndarray", "dtype": "float32", "shape": [2, 3], "offset": 0, "nbytes": 24}
     {"$": "handle", "id": 3, "attr": null}          (an object that stays in the child)
     {"$": "torch.dtype", "name": "float64"}         (a torch dtype from the allow-list below)
+    {"$": "remote", "id": 2, "methods": ["step"]}   (an object that stays with the grader:
+                                                     graders/sandbox/remote.py; the child sends
+                                                     back only the id)
 
 The grader decodes what a child sends with `torch.frombuffer` / `np.frombuffer` over fresh
 copies, after checking the dtype against an allow-list and the shape against the byte
@@ -35,6 +38,7 @@ import numpy as np
 import torch
 
 from graders.sandbox.protocol import Handle
+from graders.sandbox.remote import Remote, RemoteProxy
 
 PREFIX = struct.Struct("<II")
 MAX_DEPTH = 32
@@ -185,8 +189,11 @@ class Encoder:
     such a value is a TypeError (a check may only send data and handles).
     """
 
-    def __init__(self, keep: Callable[[Any], Handle] | None = None) -> None:
+    def __init__(
+        self, keep: Callable[[Any], Handle] | None = None, remote: Callable[[Remote], int] | None = None
+    ) -> None:
         self.keep = keep
+        self.remote = remote  # the grader's: registers a Remote and gives its id (graders/sandbox/remote.py)
         self.parts: list[memoryview] = []
         self.size = 0
 
@@ -226,6 +233,10 @@ class Encoder:
             return value
         if isinstance(value, Handle):
             return {"$": "handle", "id": value.id, "attr": value.attr}
+        if kind is RemoteProxy:  # the child handing a grader's object back: its id only
+            return {"$": "remote", "id": value.remote_id}
+        if kind is Remote and self.remote is not None:
+            return {"$": "remote", "id": self.remote(value), "methods": list(value.methods)}
         if issubclass(kind, _Tensor):
             return self._tensor(value)
         if issubclass(kind, _ndarray):
@@ -257,8 +268,10 @@ def shift_offsets(value: Any, by: int) -> Any:
     return value
 
 
-def encode(value: Any, keep: Callable[[Any], Handle] | None = None) -> tuple[Any, list[memoryview]]:
-    encoder = Encoder(keep)
+def encode(
+    value: Any, keep: Callable[[Any], Handle] | None = None, remote: Callable[[Remote], int] | None = None
+) -> tuple[Any, list[memoryview]]:
+    encoder = Encoder(keep, remote)
     return encoder.encode(value), encoder.parts
 
 
@@ -312,8 +325,11 @@ def decode(
     payload: bytearray,
     resolve: Callable[[Handle], Any] | None = None,
     depth: int = 0,
+    *,
+    remote: Callable[[int, tuple[str, ...]], Any] | None = None,
 ) -> Any:
-    """Rebuild a value; handles become Handle objects, or `resolve(handle)` in the child."""
+    """Rebuild a value; handles become Handle objects, or `resolve(handle)` in the child; a remote
+    becomes `remote(id, methods)` (the child's proxy, the grader's object), refused without it."""
     if depth > MAX_DEPTH + 1:
         raise WireError("value nested too deep")
     kind = type(value)
@@ -336,7 +352,7 @@ def decode(
     if tag in ("list", "tuple"):
         if type(items) is not list:
             raise WireError("bad list")
-        seq = [decode(v, payload, resolve, depth + 1) for v in items]
+        seq = [decode(v, payload, resolve, depth + 1, remote=remote) for v in items]
         return seq if tag == "list" else tuple(seq)
     if tag == "dict":
         if type(items) is not list:
@@ -345,11 +361,18 @@ def decode(
         for pair in items:
             if type(pair) is not list or len(pair) != 2 or type(pair[0]) not in (str, int):
                 raise WireError("bad dict item")
-            out[pair[0]] = decode(pair[1], payload, resolve, depth + 1)
+            out[pair[0]] = decode(pair[1], payload, resolve, depth + 1, remote=remote)
         return out
     if tag == "handle":
         handle = decode_handle(value)
         return resolve(handle) if resolve is not None else handle
+    if tag == "remote":
+        rid, methods = value.get("id"), value.get("methods", [])
+        if type(rid) is not int or type(methods) is not list or not all(type(m) is str for m in methods):
+            raise WireError("bad remote reference")
+        if remote is None:
+            raise WireError("a reference to the grader's object where none may be")
+        return remote(rid, tuple(methods))
     raise WireError(f"unknown tag {tag!r}")
 
 

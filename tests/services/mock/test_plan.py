@@ -136,6 +136,7 @@ def test_bad_set_ups_and_a_second_running_interview_are_refused(db: Session, set
         "int8-kv-cache",
         "continuous-batching",
         "radix-prefix-cache",
+        "beam-search",
     ],
 )
 def test_the_coding_question_can_be_a_serving_challenge(db: Session, settings: Settings, slug: str) -> None:
