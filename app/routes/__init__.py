@@ -8,6 +8,7 @@ from fastapi import APIRouter
 
 from app.routes import (
     account,
+    anki,
     auth,
     calculator,
     cards,
@@ -51,6 +52,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     progress.router,
     account.pages,
     account.router,
+    anki.router,
     mock_pages.pages,
     mock_api.router,
     lab.pages,
