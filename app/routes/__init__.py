@@ -9,6 +9,7 @@ from fastapi import APIRouter
 from app.routes import (
     account,
     anki,
+    api_tokens,
     auth,
     calculator,
     cards,
@@ -51,6 +52,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     progress.pages,
     progress.router,
     account.pages,
+    api_tokens.pages,
     account.router,
     anki.router,
     mock_pages.pages,
