@@ -228,6 +228,14 @@ def main(argv: list[str] | None = None) -> int:
         from graders.sweep import main as sweep_main
 
         return sweep_main(argv[1:])
+    if argv[:1] in (["challenges"], ["submit"]):
+        from app.client_cli import main as client_main
+
+        return client_main(argv)
+    if argv[:1] == ["export"]:
+        from app.export_cli import main as export_main
+
+        return export_main(argv[1:])
     if argv[:1] == ["grade"]:
         from graders.cli import main as grade_main
 
@@ -257,6 +265,16 @@ def main(argv: list[str] | None = None) -> int:
         "bench",
         help="kvprep bench grader | pages | sandbox | lab | matcher: latency of a server, the sandbox's "
         "cost and round trips per battery, speed of the lab, key-point matching",
+    )
+    sub.add_parser(
+        "challenges", help="kvprep challenges pull SLUG [--dir D]: the prompt and starter as files"
+    )
+    sub.add_parser(
+        "submit",
+        help="kvprep submit SLUG FILE --server URL [--token T]: grade on a server, print the verdict",
+    )
+    sub.add_parser(
+        "export", help="cards for Anki: kvprep export anki [--topic T] [--due --user EMAIL] [-o FILE]"
     )
     sub.add_parser(
         "lab", help="run the lab's GPT-2 experiments here: kvprep lab [--size tiny] [--charts DIR]"

@@ -168,6 +168,9 @@ class Settings(BaseSettings):
     guests_per_hour: int = 200
     # Guests that stored nothing are deleted after this many days (at start-up and `kvprep purge-guests`).
     guest_idle_days: int = 30
+    # Personal API tokens an account may hold at once (one per machine or script is plenty; a
+    # revoked one frees its place).
+    api_tokens_per_account: int = 10
     # Shortest password accepted (NIST SP 800-63B asks for at least 8); longest, to bound hashing work.
     password_min_length: int = 8
     password_max_length: int = 256

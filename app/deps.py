@@ -26,9 +26,10 @@ from app.cookie_session import (
 from app.lab.jobs import LabJobs
 from app.models import User
 from app.services.accounts import fingerprint
+from app.services.api_tokens import account_for_token
 from app.services.challenge_runs import RunsInProgress
 from app.services.clock import SYSTEM_CLOCK, Clock
-from app.services.errors import NotFound
+from app.services.errors import Forbidden, NotFound, Unauthorized
 from app.services.grading import GradingQueue
 from app.services.personal_fsrs import FitJobs
 from app.services.personal_pages import PersonalPages
@@ -114,11 +115,57 @@ def client_address(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
+# What a personal API token may never do: what proves the account's owner is at the keyboard.
+TOKEN_REFUSED = frozenset({("DELETE", "/api/account"), ("PUT", "/api/account/password")})
+TOKEN_REFUSED_PREFIXES = ("/api/auth/",)  # sign-up, log-in, log-out: sessions are the browser's
+
+
+def bearer_token(request: Request) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header; None without one (or another scheme)."""
+    header = request.headers.get("authorization")
+    if header is None:
+        return None
+    scheme, _, value = header.strip().partition(" ")
+    return value.strip() if scheme.lower() == "bearer" else None
+
+
+def token_account(request: Request, session: Session, token: str) -> User:
+    """The account a personal API token acts for, on the JSON API only (app/services/api_tokens.py).
+
+    Refused (403) on pages and forms, which need the signed-in browser, and on what the token may
+    never do (TOKEN_REFUSED). A wrong token is 401 and counts as a failed log-in from its address.
+    """
+    path = request.url.path
+    if not path.startswith("/api/"):
+        raise Forbidden(
+            "API tokens work only on the JSON API (/api/...): pages and forms need you signed in."
+        )
+    if (request.method, path.rstrip("/")) in TOKEN_REFUSED or path.startswith(TOKEN_REFUSED_PREFIXES):
+        raise Forbidden(
+            "An API token cannot do this: deleting the account, changing its password, logging in or "
+            "out take the signed-in browser."
+        )
+    user = account_for_token(session=session, token=token, now=app_clock(request).now())
+    if user is None:
+        request.app.state.limiters.login_ip.check(
+            f"login:ip:{client_address(request)}", "Too many invalid API tokens: try again in {wait} s"
+        )
+        raise Unauthorized(
+            "This API token is not valid (revoked, or mistyped): make a new one on the account page.",
+            "authorization",
+        )
+    return user
+
+
 def find_user(request: Request, session: SessionDep) -> User | None:
-    """The signed-in account, else the guest's row if it exists yet; creates nothing.
+    """The account of the request's API token, else the signed-in account, else the guest's row if
+    it exists yet; creates nothing.
 
     A guest whose session says it has no row costs no query at all.
     """
+    token = bearer_token(request)
+    if token is not None:
+        return token_account(request, session, token)
     if request.session.get(USER_KEY) is not None:
         account = session_account(request)
         if account is not None:

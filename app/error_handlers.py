@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.cookie_session import STATIC_PREFIX
-from app.services.errors import InvalidInput, ServiceError, TooManyRequests
+from app.services.errors import InvalidInput, ServiceError, TooManyRequests, Unauthorized
 from app.web import templates
 
 
@@ -55,6 +55,8 @@ async def service_error(request: Request, exc: Exception) -> Response:
     if exc.field is not None:
         body["field"] = exc.field
     headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, TooManyRequests) else None
+    if isinstance(exc, Unauthorized) and exc.field == "authorization":  # a bad API token (RFC 6750)
+        headers = {"WWW-Authenticate": 'Bearer error="invalid_token"'}
     return JSONResponse(body, status_code=exc.status, headers=headers)
 
 

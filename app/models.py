@@ -283,3 +283,18 @@ class RateLimitHit(SQLModel, table=True):
     key: str = Field(max_length=250)
     at: float
     expires: float = Field(index=True)
+
+
+# A personal API token (app/services/api_tokens.py), for scripts and `kvprep submit`: sent as
+# `Authorization: Bearer`. Only the SHA-256 of the token is stored; the token is shown once.
+class ApiToken(SQLModel, table=True):
+    __tablename__ = "api_token"
+
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="user.id", index=True)
+    name: str = Field(max_length=60)
+    token_hash: str = Field(unique=True, index=True, max_length=64)
+    # The token's first characters, so that its owner can tell tokens apart on the account page.
+    prefix: str = Field(max_length=16)
+    created_at: datetime = Field(default_factory=utcnow)
+    last_used_at: datetime | None = None

@@ -8,6 +8,8 @@ from fastapi import APIRouter
 
 from app.routes import (
     account,
+    anki,
+    api_tokens,
     auth,
     calculator,
     cards,
@@ -50,7 +52,9 @@ ROUTERS: tuple[APIRouter, ...] = (
     progress.pages,
     progress.router,
     account.pages,
+    api_tokens.pages,
     account.router,
+    anki.router,
     mock_pages.pages,
     mock_api.router,
     lab.pages,

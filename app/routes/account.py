@@ -18,10 +18,11 @@ from sqlmodel import Session
 from app.config import Settings
 from app.cookie_session import flash, log_out
 from app.deps import ClockDep, CsrfChecked, CurrentUser, LoginLimiter, SessionDep, SettingsDep, Visitor
-from app.models import User
+from app.models import ApiToken, User
 from app.routes.auth import sign_in
 from app.routes.public import Public, Timestamp
 from app.services.accounts import change_password, delete_user, export_user, password_hasher
+from app.services.api_tokens import list_tokens
 from app.services.errors import Forbidden, ServiceError
 from app.services.ratelimit import RateLimiter
 from app.services.scheduling import retention_for
@@ -183,12 +184,18 @@ def _page(
     errors: dict[str, str],
     status: int,
     study: StudyForm | None = None,
+    *,
+    session: Session,
+    new_token: tuple[ApiToken, str] | None = None,
 ) -> HTMLResponse:
-    return templates.TemplateResponse(
+    """The account page; `new_token` is a token just made, shown on this response only."""
+    response = templates.TemplateResponse(
         request,
         "account/index.html",
         {
             "user": user,
+            "tokens": [] if user.is_guest else list_tokens(session=session, user=user),
+            "new_token": new_token,
             "study": study or study_form_for(user, settings),
             "study_action": "/account/settings",
             "default_percent": round(settings.desired_retention * 100),
@@ -196,11 +203,14 @@ def _page(
         },
         status_code=status,
     )
+    if new_token is not None:  # a page showing a token is kept by no cache
+        response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 @pages.get("", response_class=HTMLResponse)
-def account_page(request: Request, user: Visitor, settings: SettingsDep) -> HTMLResponse:
-    return _page(request, user, settings, {}, 200)
+def account_page(request: Request, user: Visitor, settings: SettingsDep, session: SessionDep) -> HTMLResponse:
+    return _page(request, user, settings, {}, 200, session=session)
 
 
 @pages.post("/settings", dependencies=[CsrfChecked])
@@ -216,7 +226,7 @@ def settings_form(
     # Today by the app's clock, as the /settings page's copy of this form reads it.
     form = read_study_form(retention, interview_date, today=clock.now().date())
     if form.errors:
-        return _page(request, user, settings, form.errors, 422, study=form)
+        return _page(request, user, settings, form.errors, 422, study=form, session=session)
     save_study_form(session=session, user=user, form=form)
     flash(request, "Settings saved.", "success")
     return RedirectResponse("/account", status_code=303)
@@ -234,11 +244,18 @@ def password_form(
     confirm: Annotated[str, Form(max_length=1024)] = "",
 ) -> Response:
     if new_password != confirm:
-        return _page(request, user, settings, {"confirm": "The new passwords differ."}, 422)
+        return _page(request, user, settings, {"confirm": "The new passwords differ."}, 422, session=session)
     try:
         _change_password(request, session, settings, limiter, user, current_password, new_password)
     except ServiceError as exc:
-        return _page(request, user, settings, {exc.field or "current_password": exc.message}, exc.status)
+        return _page(
+            request,
+            user,
+            settings,
+            {exc.field or "current_password": exc.message},
+            exc.status,
+            session=session,
+        )
     flash(request, "Password changed. Every other session of this account is logged out.", "success")
     return RedirectResponse("/account", status_code=303)
 
@@ -258,9 +275,9 @@ def delete_form(
     confirm: Annotated[str, Form(max_length=20)] = "",
 ) -> Response:
     if user.is_guest and confirm.strip().lower() != "delete":
-        return _page(request, user, settings, {"delete": 'Type "delete" to confirm.'}, 422)
+        return _page(request, user, settings, {"delete": 'Type "delete" to confirm.'}, 422, session=session)
     if not _password_ok(user, password, settings):
-        return _page(request, user, settings, {"delete": "Wrong password."}, 403)
+        return _page(request, user, settings, {"delete": "Wrong password."}, 403, session=session)
     was_guest = user.is_guest
     delete_user(session=session, user=user)
     log_out(request)

@@ -134,6 +134,10 @@ def _card_list_body(
         # The pager's links carry only the filters in use; a card's link says it came from this list.
         filter_query=_filter_query(filters),
         card_query=_filter_query(filters, ("from", "list")),
+        # The Anki export takes the topic and difficulty (a search is not a deck).
+        export_query=urlencode(
+            [(k, v) for k, v in (("topic", filters.topic), ("difficulty", filters.difficulty)) if v]
+        ),
         status_slot=lambda card_id: _STATUS_SLOT.format(card_id),
     )
     return Markup(html)

@@ -21,6 +21,7 @@ from sqlmodel import Session, SQLModel, col, select
 
 from app.config import Settings
 from app.models import (
+    ApiToken,
     CardProgress,
     FsrsFit,
     LabRun,
@@ -38,6 +39,7 @@ from app.services.errors import Conflict, Forbidden, InvalidInput
 # Every table with a `user_id` column, children before parents (the order deletion needs).
 # tests/services/test_accounts.py fails when a table with a user_id is missing here.
 USER_TABLES: tuple[type[SQLModel], ...] = (
+    ApiToken,
     Review,
     QuizItem,
     Quiz,
@@ -48,6 +50,9 @@ USER_TABLES: tuple[type[SQLModel], ...] = (
     LabRun,
     FsrsFit,
 )
+
+# Columns the JSON export leaves out: a token's hash is of no use to its owner.
+EXPORT_HIDDEN: dict[type[SQLModel], set[str]] = {ApiToken: {"token_hash"}}
 
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
@@ -213,7 +218,8 @@ def export_user(*, session: Session, user: User) -> dict[str, Any]:
     tables: dict[str, list[dict[str, Any]]] = {}
     for table in reversed(USER_TABLES):  # parents first reads better
         rows = session.exec(select(table).where(_user_id_column(table) == user.id)).all()
-        tables[str(table.__tablename__)] = [row.model_dump(mode="json") for row in rows]
+        hidden = EXPORT_HIDDEN.get(table, set())
+        tables[str(table.__tablename__)] = [row.model_dump(mode="json", exclude=hidden) for row in rows]
     profile = user.model_dump(mode="json", exclude={"password_hash", "guest_token"})
     return {
         "format": "kvprep-export",

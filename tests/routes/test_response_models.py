@@ -14,7 +14,9 @@ from app.config import Settings
 from app.main import create_app
 
 # Routes left out on purpose, each with its reason. Keep this short.
-NOT_CHECKED: dict[str, str] = {}
+NOT_CHECKED: dict[str, str] = {
+    "/api/export/anki": "a binary download (application/apkg, a zip), documented by its media type",
+}
 
 
 def _names_a_model(schema: dict[str, Any]) -> bool:
