@@ -19,16 +19,16 @@ from app.routes import (
     home,
     key_points,
     lab,
-    mock_api,
-    mock_pages,
     progress,
-    quiz_api,
-    quiz_pages,
-    quiz_undo,
     submissions,
     topics,
 )
 from app.routes import settings as settings_routes
+from app.routes.mock import api as mock_api
+from app.routes.mock import pages as mock_pages
+from app.routes.quiz import api as quiz_api
+from app.routes.quiz import pages as quiz_pages
+from app.routes.quiz import undo as quiz_undo
 
 ROUTERS: tuple[APIRouter, ...] = (
     home.pages,

@@ -1,6 +1,6 @@
 """What the mock interview's API and pages show of an interview: its state, summary, shared report.
 
-The API answers these dicts through the models of app/routes/mock_models.py; the pages render
+The API answers these dicts through the models of app/routes/mock/models.py; the pages render
 the same dicts, so a page and the JSON never disagree about what the candidate may see.
 """
 

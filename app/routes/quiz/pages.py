@@ -1,4 +1,4 @@
-"""Quizzes, the pages (/quiz); the JSON API is app/routes/quiz_api.py.
+"""Quizzes, the pages (/quiz); the JSON API is app/routes/quiz/api.py.
 
 A refused form comes back with what was chosen or typed and the service's message beside the
 field it names (`ServiceError.field`; none: above the form).
@@ -29,8 +29,8 @@ from app.deps import (
 from app.models import User
 from app.pages import guest_cached
 from app.personal_views import personal_page
-from app.routes.quiz_models import Difficulty, Kind, Mode, QuizCreate
-from app.routes.quiz_views import load_item, load_quiz, start
+from app.routes.quiz.models import Difficulty, Kind, Mode, QuizCreate
+from app.routes.quiz.views import load_item, load_quiz, start
 from app.services import quiz as quizzes
 from app.services import quiz_learning
 from app.services.cards import cards_by_id, get_topic, ordered_topics

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from app.cookie_session import flash
 from app.deps import ClockDep, CsrfChecked, CurrentUser, SessionDep, SettingsDep
-from app.routes.quiz_views import load_quiz  # the owner's quiz, else 404
+from app.routes.quiz.views import load_quiz  # the owner's quiz, else 404
 from app.services import quiz as quizzes
 from app.services import quiz_learning
 from app.services.cards import get_card

@@ -1,4 +1,4 @@
-"""Timed mock interviews, the pages (/mock), shared reports included; the API is app/routes/mock_api.py.
+"""Timed mock interviews, the pages (/mock), shared reports included; the API is app/routes/mock/api.py.
 
 A report can be shared read-only at /mock/shared/<token> until the owner revokes the link. After
 the deadline an answer gets a flashed message. A refused form comes back with what was typed and
@@ -21,7 +21,7 @@ from app.content.catalog import Catalog
 from app.cookie_session import flash
 from app.deps import CatalogDep, ClockDep, CsrfChecked, CurrentUser, SessionDep, SettingsDep, Visitor
 from app.models import MockInterview
-from app.routes.mock_views import (
+from app.routes.mock.views import (
     SHARED_HEADERS,
     OwnMock,
     find_mock,

@@ -13,7 +13,7 @@ from sqlmodel import Session
 
 from app.config import Settings
 from app.models import Card, Quiz, QuizItem, User
-from app.routes.quiz_models import QuizCreate
+from app.routes.quiz.models import QuizCreate
 from app.services import quiz as quizzes
 from app.services.cards import card_titles, get_card, topic_slugs
 from app.services.errors import InvalidInput, NotFound

@@ -1,4 +1,4 @@
-"""Timed mock interviews, the JSON API (/api/mock); the pages are app/routes/mock_pages.py.
+"""Timed mock interviews, the JSON API (/api/mock); the pages are app/routes/mock/pages.py.
 
 An interview belongs to the user who started it: anyone else gets 404 for it. The server owns
 the clock (app/services/mock): after the deadline, answers get 409. A ServiceError the service
@@ -23,7 +23,7 @@ from app.deps import (
     Visitor,
 )
 from app.routes.challenge_models import SubmissionPublic, submission_public
-from app.routes.mock_models import (
+from app.routes.mock.models import (
     MockAnswer,
     MockCreate,
     MockReport,
@@ -32,7 +32,7 @@ from app.routes.mock_models import (
     MockState,
     MockSummary,
 )
-from app.routes.mock_views import (
+from app.routes.mock.views import (
     SHARED_HEADERS,
     OwnMock,
     find_mock,

@@ -1,4 +1,4 @@
-"""Quizzes, the JSON API (/api/quizzes); the pages are app/routes/quiz_pages.py.
+"""Quizzes, the JSON API (/api/quizzes); the pages are app/routes/quiz/pages.py.
 
 A ServiceError the service raises reaches the client through the one ServiceError handler of
 app/main.py: these routes never catch it.
@@ -11,8 +11,8 @@ from typing import Any
 from fastapi import APIRouter
 
 from app.deps import ClockDep, CurrentUser, SessionDep, SettingsDep, Visitor
-from app.routes.quiz_models import AnswerIn, QuizCreate, QuizItemPublic, QuizPublic, RatingIn
-from app.routes.quiz_views import load_item, load_quiz, quiz_json, start
+from app.routes.quiz.models import AnswerIn, QuizCreate, QuizItemPublic, QuizPublic, RatingIn
+from app.routes.quiz.views import load_item, load_quiz, quiz_json, start
 from app.services import quiz as quizzes
 from app.services.scheduling import parse_rating
 from app.validation import Position, RowId
