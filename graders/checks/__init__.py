@@ -37,6 +37,7 @@ CHALLENGE_MODULES = {
     "continuous-batching": "graders.checks.continuous_batching",
     "radix-prefix-cache": "graders.checks.radix_prefix_cache",
     "int4-weight-matmul": "graders.checks.int4_weight_matmul",
+    "mla-decode": "graders.checks.mla_decode",
 }
 
 __all__ = ["CHALLENGE_MODULES", "CheckReport", "load_check"]

@@ -47,6 +47,7 @@ STARTER_DIAGNOSIS: dict[str, list[str]] = {
     "continuous-batching": ["raised NotImplementedError"],
     "radix-prefix-cache": ["raised NotImplementedError"],
     "int4-weight-matmul": ["your code raised NotImplementedError"],
+    "mla-decode": ["your code raised NotImplementedError"],
 }
 
 

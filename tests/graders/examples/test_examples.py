@@ -48,6 +48,7 @@ WRONG: dict[str, tuple[str, str]] = {
     "continuous-batching": ("preempted_to_back", "step-by-step trace: the first difference is at row"),
     "radix-prefix-cache": ("most_recent", "call-by-call trace: the first difference is at row"),
     "int4-weight-matmul": ("nibbles_swapped", "quantize_int4's packed (uint8) (N, K // 2) differs"),
+    "mla-decode": ("scale_nope", "y on the prompt (B, prompt, d) differs by up to"),
 }
 
 # A custom input breaking a rule between parameters, per challenge that has one: (input, parameter named).
@@ -64,6 +65,7 @@ BROKEN_RULES: dict[str, tuple[dict[str, object], str]] = {
     "sampling": ({"vocab": 4, "top_k": 9}, "top_k"),
     "continuous-batching": ({"num_blocks": 1, "block_size": 1}, "num_blocks"),
     "int4-weight-matmul": ({"K": 12, "group_size": 8}, "K"),
+    "mla-decode": ({"d_rope": 5}, "d_rope"),
 }
 
 
