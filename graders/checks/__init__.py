@@ -38,6 +38,7 @@ CHALLENGE_MODULES = {
     "radix-prefix-cache": "graders.checks.radix_prefix_cache",
     "int4-weight-matmul": "graders.checks.int4_weight_matmul",
     "beam-search": "graders.checks.beam_search",
+    "mla-decode": "graders.checks.mla_decode",
 }
 
 __all__ = ["CHALLENGE_MODULES", "CheckReport", "load_check"]

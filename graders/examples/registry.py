@@ -13,7 +13,7 @@ from graders.examples.kernels import (
     ROPE_CACHED_ATTENTION,
     TILED_ATTENTION,
 )
-from graders.examples.model import MOE_ROUTING
+from graders.examples.model import MLA_DECODE, MOE_ROUTING
 from graders.examples.prefix import RADIX_PREFIX_CACHE
 from graders.examples.processors import LOGITS_PROCESSORS
 from graders.examples.scheduling import CONTINUOUS_BATCHING
@@ -42,6 +42,7 @@ RUN_SPECS: dict[str, RunSpec] = {
         RADIX_PREFIX_CACHE,
         INT4_WEIGHT_MATMUL,
         BEAM_SEARCH,
+        MLA_DECODE,
     )
 }
 

@@ -48,6 +48,7 @@ STARTER_DIAGNOSIS: dict[str, list[str]] = {
     "radix-prefix-cache": ["raised NotImplementedError"],
     "int4-weight-matmul": ["your code raised NotImplementedError"],
     "beam-search": ["your code raised NotImplementedError"],
+    "mla-decode": ["your code raised NotImplementedError"],
 }
 
 

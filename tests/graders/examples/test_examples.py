@@ -52,6 +52,7 @@ WRONG: dict[str, tuple[str, str]] = {
         "no_reorder",
         "hypotheses [prompt | generated] final score: the first difference is at row",
     ),
+    "mla-decode": ("scale_nope", "y on the prompt (B, prompt, d) differs by up to"),
 }
 
 # A custom input breaking a rule between parameters, per challenge that has one: (input, parameter named).
@@ -69,6 +70,7 @@ BROKEN_RULES: dict[str, tuple[dict[str, object], str]] = {
     "continuous-batching": ({"num_blocks": 1, "block_size": 1}, "num_blocks"),
     "int4-weight-matmul": ({"K": 12, "group_size": 8}, "K"),
     "beam-search": ({"vocab": 4, "eos_id": 5}, "eos_id"),
+    "mla-decode": ({"d_rope": 5}, "d_rope"),
 }
 
 
