@@ -86,6 +86,11 @@ def test_the_variants_without_a_slip_are_the_reference() -> None:
 def test_every_named_mistake_fails_on_every_seed(case) -> None:  # type: ignore[no-untyped-def]
     """The sweep: KVPREP_SWEEP_SEEDS=200 runs seeds 0-199 (`kvprep sweep` does the same; see the README)."""
     text = case.read_text()
+    if "# expect: error" in text:  # no entry point: every seed fails, with no mistake to name
+        for seed in range(SWEEP):
+            report, _ = run(check, text, seed=seed)
+            assert not passed(report) and not report.diagnosis, seed
+        return
     if "# expect: failed" not in text:
         for seed in range(SWEEP):
             report, _ = run(check, text, seed=seed)
