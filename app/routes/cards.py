@@ -18,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.cookie_session import has_no_user_row
 from app.deps import EngineDep, SessionDep, SettingsDep, SiteDep, app_clock, find_user
+from app.enums import Difficulty
 from app.models import CardPage, CardPublic
 from app.pages import guest_cached
 from app.routes.calculator import calculator_url
@@ -41,7 +42,7 @@ T = TypeVar("T")
 router = APIRouter(prefix="/api/cards", tags=["cards"])
 pages = APIRouter(prefix="/cards", tags=["pages"], include_in_schema=False)
 
-DifficultyParam = Annotated[Literal["easy", "medium", "hard"] | None, Query()]
+DifficultyParam = Annotated[Difficulty | None, Query()]
 TopicParam = Annotated[str | None, Query(pattern=r"^[a-z0-9-]{1,80}$")]
 SearchParam = Annotated[str | None, Query(max_length=200)]
 PageParam = Annotated[int, Query(ge=1, le=10_000)]
