@@ -77,6 +77,21 @@ class LabRunStatus(enum.StrEnum):
     FAILED = "failed"
 
 
+# One fit of a user's FSRS parameters (a fit the job stopped reporting on reads "failed").
+class FitStatus(enum.StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+# How hard a card or a challenge is (the bank's `difficulty`, a quiz's and a mock's filter).
+class Difficulty(enum.StrEnum):
+    EASY = "easy"
+    MEDIUM = "medium"
+    HARD = "hard"
+
+
 # A graded submission.
 class SubmissionStatus(enum.StrEnum):
     QUEUED = "queued"

@@ -140,8 +140,16 @@ async def guest_cached(
     return response
 
 
-class GuestPageShortcut:
-    """Answer a GET for a kept guest page straight from memory (inside the session middleware)."""
+async def send_html(send: Send, body: bytes) -> None:
+    """Answer 200 with a kept HTML page, straight through ASGI."""
+    headers = [*_HTML_HEADERS, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class KeptPageShortcut:
+    """Answer a GET straight from memory when `_kept(scope)` has the page (inside the session
+    middleware, before routing, dependencies and the exception layers)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -151,9 +159,15 @@ class GuestPageShortcut:
         if body is None:
             await self.app(scope, receive, send)
             return
-        headers = [*_HTML_HEADERS, (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await send_html(send, body)
+
+    @staticmethod
+    def _kept(scope: Scope) -> bytes | None:
+        raise NotImplementedError
+
+
+class GuestPageShortcut(KeptPageShortcut):
+    """Answer a GET for a kept guest page straight from memory."""
 
     @staticmethod
     def _kept(scope: Scope) -> bytes | None:

@@ -33,6 +33,7 @@ from app.cookie_session import (
 )
 from app.deps import app_clock, visitor
 from app.models import Submission, User
+from app.pages import KeptPageShortcut
 from app.services.personal_pages import PersonalPages, data_version, valid_until
 from app.services.site import CSRF_SLOT
 
@@ -76,24 +77,9 @@ async def personal_page(
     return await run_in_threadpool(_checked_page, request, engine, kept, name, now, build, who)
 
 
-class PersonalPageShortcut:
-    """Answer a GET for a visitor's kept personal page straight from memory (inside the session
-    middleware, before routing), while a recent check confirmed it."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        body = self._kept(scope) if scope["type"] == "http" and scope["method"] == "GET" else None
-        if body is None:
-            await self.app(scope, receive, send)
-            return
-        headers = [
-            (b"content-type", b"text/html; charset=utf-8"),
-            (b"content-length", str(len(body)).encode()),
-        ]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+class PersonalPageShortcut(KeptPageShortcut):
+    """Answer a GET for a visitor's kept personal page straight from memory, while a recent check
+    confirmed it."""
 
     @staticmethod
     def _kept(scope: Scope) -> bytes | None:

@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from app.enums import SubmissionStatus
+
 
 class Client:
     """One keep-alive HTTP connection with its own cookies, kept as a browser keeps them: every
@@ -78,7 +80,7 @@ class Client:
         if status != 202:
             raise RuntimeError(f"submission refused: {status} {body}")
         delay = poll_s
-        while body.get("status") != "done":
+        while body.get("status") != SubmissionStatus.DONE:
             if long_poll:
                 _, body = self.request("GET", f"/api/submissions/{body['id']}?wait=30")
                 continue

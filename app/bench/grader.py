@@ -29,6 +29,7 @@ from typing import Any
 from app.bench import wrk
 from app.bench.common import Client, percentile, serving
 from app.config import ROOT
+from graders.verdict import Verdict
 
 CHALLENGES = ROOT / "questions" / "challenges"
 SOLUTION = CHALLENGES / "decode-step" / "solution.py"
@@ -53,7 +54,7 @@ def sequential(client: Client, code: str, n: int) -> tuple[list[float], list[flo
     for i in range(2 * n):
         long_poll = i % 2 == 0
         elapsed, verdict = client.submit_and_wait("decode-step", code, poll_s=0.01, long_poll=long_poll)
-        if verdict != "passed":
+        if verdict != Verdict.PASSED:
             raise RuntimeError(f"the reference solution got {verdict}")
         (long_polled if long_poll else polled).append(elapsed)
     return long_polled, polled
@@ -68,7 +69,7 @@ def per_challenge(client: Client, slugs: list[str], n: int) -> dict[str, dict[st
     for _ in range(n):
         for slug, code in codes.items():
             elapsed, verdict = client.submit_and_wait(slug, code, long_poll=True)
-            if verdict != "passed":
+            if verdict != Verdict.PASSED:
                 raise RuntimeError(f"the worked solution of {slug} got {verdict}")
             times[slug].append(elapsed)
     return latency_ratios(times)

@@ -13,7 +13,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.content.loader import ContentError, Problem
-from app.content.schema import SLUG, Difficulty
+from app.content.schema import SLUG
+from app.enums import Difficulty
 
 FILES = ("challenge.yaml", "prompt.md", "starter.py", "solution.py")
 

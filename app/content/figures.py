@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from app.content import (
     figures_2026,
+    figures_2026_design,
     figures_2026_serving,
     figures_2026_systems,
     figures_2026_thin,
@@ -122,7 +123,14 @@ def compute_figures() -> dict[str, str]:
     """name -> the exact text a card must print for that figure (every area's, merged)."""
     merged = _model_figures()
     areas = (figures_hardware, figures_models, figures_serving, figures_kernels)
-    for area in (*areas, figures_2026, figures_2026_systems, figures_2026_serving, figures_2026_thin):
+    for area in (
+        *areas,
+        figures_2026,
+        figures_2026_systems,
+        figures_2026_serving,
+        figures_2026_design,
+        figures_2026_thin,
+    ):
         for name, text in area.figures().items():
             if name in merged:
                 raise ValueError(f"figure {name!r} is defined twice ({area.__name__})")

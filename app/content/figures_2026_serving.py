@@ -1,6 +1,7 @@
 """Figures of the 2026 serving topics: tiered KV storage and KV-aware routing (`tier_`), reasoning
-models and RL rollouts (`reason_`), the LM head over large vocabularies (`vocab_`) and system
-design from QPS and SLOs (`design_`, computed in app/content/figures_2026_design.py and merged here).
+models and RL rollouts (`reason_`), the LM head over large vocabularies (`vocab_`). The system
+design figures from QPS and SLOs (`design_`) are app/content/figures_2026_design.py's, built on
+this module's helpers.
 
 Merged into app.content.figures.compute_figures(); a name defined twice is an error. The bank's
 conventions hold: prefill FLOPs are ModelShape.prefill_flops (every new token through every layer,
@@ -76,10 +77,6 @@ def figures() -> dict[str, str]:
     f.update(_reasoning())
     f.update(_rollouts())
     f.update(_vocab())
-    # Imported here: the design figures import this module's helpers and constants.
-    from app.content import figures_2026_design
-
-    f.update(figures_2026_design.figures())
     return f
 
 

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import enum
 import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from app.enums import Difficulty
+
 SLUG = r"^[a-z0-9]+(-[a-z0-9]+)*$"
-
-
-class Difficulty(enum.StrEnum):
-    EASY = "easy"
-    MEDIUM = "medium"
-    HARD = "hard"
 
 
 class Topic(BaseModel):

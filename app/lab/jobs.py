@@ -30,6 +30,7 @@ from sqlalchemy import Engine, func, text, update
 from sqlmodel import Session, col, select
 
 from app.config import Settings
+from app.enums import LabRunStatus
 from app.lab.experiments import EXPERIMENTS
 from app.lab.runner import SIZES
 from app.models import LabRun, utcnow
@@ -61,7 +62,7 @@ def validate_request(size: str, experiments: list[str]) -> list[str]:
 
 def is_stale(run: LabRun, settings: Settings) -> bool:
     """A running job that stopped reporting: its child died (killed, or the machine restarted)."""
-    if run.status != "running":
+    if run.status != LabRunStatus.RUNNING:
         return False
     last = run.heartbeat_at or run.created_at
     if last.tzinfo is None:
@@ -221,7 +222,7 @@ class LabJobs:
         `running` one (a consumer serves its database alone); otherwise those that stopped reporting."""
         every_running = at_start and not self.settings.redis_url
         with Session(self.engine) as session:
-            running = session.exec(select(LabRun).where(col(LabRun.status) == "running")).all()
+            running = session.exec(select(LabRun).where(col(LabRun.status) == LabRunStatus.RUNNING)).all()
             dead = [r.id for r in running if every_running or is_stale(r, self.settings)]
         for run_id in dead:
             if run_id == self._child_run:
@@ -239,7 +240,7 @@ class LabJobs:
         with Session(self.engine) as session:
             queued = session.exec(
                 select(LabRun.id)
-                .where(col(LabRun.status) == "queued")
+                .where(col(LabRun.status) == LabRunStatus.QUEUED)
                 .order_by(col(LabRun.created_at))
                 .limit(5)
             ).all()
@@ -247,7 +248,7 @@ class LabJobs:
                 now = utcnow()
                 claimed = session.execute(
                     update(LabRun)
-                    .where(col(LabRun.id) == run_id, col(LabRun.status) == "queued")
+                    .where(col(LabRun.id) == run_id, col(LabRun.status) == LabRunStatus.QUEUED)
                     .values(
                         status="running", message="starting", progress=0.0, started_at=now, heartbeat_at=now
                     )

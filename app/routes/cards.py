@@ -25,6 +25,7 @@ from app.deps import (
     SettingsDep,
     SiteDep,
 )
+from app.enums import Difficulty
 from app.models import CardPage, CardPublic, User
 from app.pages import guest_cached
 from app.personal_views import personal_page
@@ -49,7 +50,7 @@ T = TypeVar("T")
 router = APIRouter(prefix="/api/cards", tags=["cards"])
 pages = APIRouter(prefix="/cards", tags=["pages"], include_in_schema=False)
 
-DifficultyParam = Annotated[Literal["easy", "medium", "hard"] | None, Query()]
+DifficultyParam = Annotated[Difficulty | None, Query()]
 TopicParam = Annotated[str | None, Query(pattern=r"^[a-z0-9-]{1,80}$")]
 SearchParam = Annotated[str | None, Query(max_length=200)]
 PageParam = Annotated[int, Query(ge=1, le=10_000)]

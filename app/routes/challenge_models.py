@@ -3,8 +3,9 @@ a submission becomes JSON.
 
 The verdict JSON is CONTRACT.md's, key for key and in its order: `SubmissionPublic` declares the
 fields in that order, and routes answer it with `response_model_exclude_none` so a submission still
-grading is `{"id", "status"}` alone, and a verdict carries `output` only when there is some. A key
-the grader adds that the model does not name yet is kept (`extra="allow"`), never dropped silently.
+grading is `{"id", "status"}` alone, and a verdict carries `output` only when there is some. The
+models name every key a stored verdict carries (graders/verdict.py's `Result.to_json` and the
+`mistake_hints` app/services/mistake_hints.py adds); a test pins the key list to CONTRACT.md's.
 Timestamps stay the strings `datetime.isoformat()` writes (pydantic would write UTC as "Z").
 """
 
@@ -12,11 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from app.content.challenges import Challenge
-from app.content.schema import Difficulty
-from app.enums import SubmissionStatus
+from app.enums import Difficulty, SubmissionStatus
 from app.models import Submission
 from graders.verdict import Verdict
 
@@ -46,7 +46,6 @@ class ChallengeSolution(BaseModel):
 
 # One test of a verdict.
 class TestPublic(BaseModel):
-    model_config = ConfigDict(extra="allow")
     __test__ = False  # not a pytest test class
 
     name: str
@@ -62,8 +61,6 @@ class MistakeHint(BaseModel):
 
 # A submission: `{"id", "status"}` while grading, CONTRACT.md's verdict plus id and status once done.
 class SubmissionPublic(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
     challenge: str | None = None
     verdict: Verdict | None = None
     tests: list[TestPublic] | None = None

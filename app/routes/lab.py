@@ -79,9 +79,9 @@ def run_json(run: LabRun, settings: Settings) -> dict[str, Any]:
         "message": run.message,
         "created_at": run.created_at.isoformat(),
     }
-    if status == "failed":
+    if status == LabRunStatus.FAILED:
         out["error"] = run.error or "the lab job stopped reporting (its process died); start it again"
-    if run.status == "done":
+    if run.status == LabRunStatus.DONE:
         out["result"] = run.result
     return out
 

@@ -5,10 +5,11 @@ it for /docs and for clients, and change nothing in it. Two rules keep it unchan
 
 - timestamps stay the strings the builders write (`datetime.isoformat()`), typed `Timestamp`,
   because pydantic would write UTC as "Z" where the API has always written "+00:00";
-- a key the models do not name yet is kept, not dropped (`extra="allow"`): a service that adds
-  a key to its JSON must not lose it silently on the way out. Keys that appear only in some
-  states (a quiz item's answer once revealed) are optional here, and the routes answer with
-  `response_model_exclude_unset=True` so that an absent key stays absent rather than null.
+- a model names every key its JSON may carry, and refuses any other (`extra="forbid"`): a
+  builder that writes a key the model does not name fails its tests instead of losing the key
+  or sending one /docs does not show. Keys that appear only in some states (a quiz item's answer
+  once revealed) are optional here, and the routes answer with `response_model_exclude_unset=True`
+  so that an absent key stays absent rather than null.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ Timestamp = Annotated[str, Field(description="ISO 8601 date and time, as datetim
 
 # The base of the API's response models (see the module's docstring).
 class Public(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid")
 
 
 # A number as the builder gave it: an int stays an int (pydantic would write 8192 as 8192.0 for a float).

@@ -24,6 +24,7 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col, select
 
 from app.config import Settings
+from app.enums import SubmissionStatus
 from app.models import Submission
 from app.services.embedded_queue import (
     ConsumerLock,
@@ -36,6 +37,7 @@ from app.services.leases import LeaseKeeper, claim, queued_lease, reap, record_v
 from app.services.mistake_hints import with_mistake_hints
 from app.services.scheduling import record_challenge_result
 from graders.limits import Limits
+from graders.verdict import Verdict
 
 log = logging.getLogger("kvprep.grading")
 TASK_NAME = "kvprep.grade_submission"
@@ -119,7 +121,7 @@ def grade_submission(
                         session=session,
                         user_id=user_id,
                         slug=slug,
-                        passed=result["verdict"] == "passed",
+                        passed=result["verdict"] == Verdict.PASSED,
                         topics=topics.get(slug, ()),
                         settings=settings,
                     )
@@ -307,7 +309,9 @@ class GradingQueue:
             everything_running=True,
         )
         with Session(self.engine) as session:
-            pending = session.exec(select(Submission.id).where(col(Submission.status) == "queued")).all()
+            pending = session.exec(
+                select(Submission.id).where(col(Submission.status) == SubmissionStatus.QUEUED)
+            ).all()
         for submission_id in pending:
             self._enqueue(submission_id)
 

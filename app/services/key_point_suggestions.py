@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlmodel import Session
 
+from app.enums import QuestionKind
 from app.models import Card, MockItem
 from app.services.key_point_matcher import Method, Suggestion, get_matcher
 
@@ -47,7 +48,7 @@ def for_typed(card: Card | None, text: str) -> dict[str, Any] | None:
 
 def mock_fields(*, session: Session, item: MockItem, text: str) -> dict[str, Any]:
     """Extra column values for a mock answer: the suggestion, for a typed answer to a spoken question."""
-    if item.kind != "recall" or not item.card_id or not text.strip():
+    if item.kind != QuestionKind.RECALL or not item.card_id or not text.strip():
         return {}
     card = session.get(Card, item.card_id)
     if card is None:

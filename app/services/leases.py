@@ -34,6 +34,7 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col, select
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
+from app.enums import SubmissionStatus
 from app.models import Submission, utcnow
 
 log = logging.getLogger("kvprep.grading")
@@ -79,7 +80,7 @@ def claim(engine: Engine, submission_id: str, lease_s: float) -> str | None:
     with Session(engine) as session:
         claimed = session.execute(
             update(Submission)
-            .where(col(Submission.id) == submission_id, col(Submission.status) == "queued")
+            .where(col(Submission.id) == submission_id, col(Submission.status) == SubmissionStatus.QUEUED)
             .values(
                 status="running",
                 lease_owner=token,
@@ -101,7 +102,7 @@ def record_verdict(session: Session, submission_id: str, token: str, result: dic
         update(Submission)
         .where(
             col(Submission.id) == submission_id,
-            col(Submission.status) == "running",
+            col(Submission.status) == SubmissionStatus.RUNNING,
             col(Submission.lease_owner) == token,
         )
         .values(
@@ -122,7 +123,9 @@ def renew(engine: Engine, tokens: list[str], lease_s: float) -> None:
     with Session(engine) as session:
         session.execute(
             update(Submission)
-            .where(col(Submission.lease_owner).in_(tokens), col(Submission.status) == "running")
+            .where(
+                col(Submission.lease_owner).in_(tokens), col(Submission.status) == SubmissionStatus.RUNNING
+            )
             .values(lease_expires_at=utcnow() + timedelta(seconds=lease_s))
         )
         session.commit()
@@ -140,7 +143,7 @@ def reap(
     now = utcnow()
     # A row without a lease (left by an older version) counts as expired.
     expired = or_(col(Submission.lease_expires_at) < now, col(Submission.lease_expires_at).is_(None))
-    running = col(Submission.status) == "running"
+    running = col(Submission.status) == SubmissionStatus.RUNNING
     stale = or_(running, expired) if everything_running else expired
     with Session(engine) as session:
         rows = session.exec(
@@ -155,7 +158,7 @@ def reap(
             same = update(Submission).where(
                 col(Submission.id) == submission_id, col(Submission.status) == status, stale
             )
-            if status == "running" and attempts >= max_attempts:
+            if status == SubmissionStatus.RUNNING and attempts >= max_attempts:
                 result = {
                     "challenge": challenge,
                     "verdict": "error",

@@ -34,6 +34,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
 from app.config import Settings
+from app.enums import FitStatus
 from app.models import FsrsFit, Review, User, utcnow
 from app.services.child_jobs import child_task, die_with_parent, start_child
 from app.services.errors import Conflict, NotReady, ServiceError
@@ -134,7 +135,11 @@ def latest_fit(*, session: Session, user_id: int) -> FsrsFit | None:
 
 
 def is_pending(fit: FsrsFit | None, now: datetime) -> bool:
-    return fit is not None and fit.status in ("queued", "running") and now - fit.created_at < FIT_STALE
+    return (
+        fit is not None
+        and fit.status in (FitStatus.QUEUED, FitStatus.RUNNING)
+        and now - fit.created_at < FIT_STALE
+    )
 
 
 def personal_scheduling(*, session: Session, user: User, now: datetime) -> PersonalScheduling:
@@ -153,9 +158,9 @@ def personal_scheduling(*, session: Session, user: User, now: datetime) -> Perso
 
 def fit_error(fit: FsrsFit | None, now: datetime) -> str | None:
     """Why the latest fit gave nothing, in words; None when it worked or is still under way."""
-    if fit is None or fit.status == "done" or is_pending(fit, now):
+    if fit is None or fit.status == FitStatus.DONE or is_pending(fit, now):
         return None
-    if fit.status == "failed":
+    if fit.status == FitStatus.FAILED:
         return fit.error or "The fit failed."
     return "The fit stopped without a result (its worker was restarted). Fit again."
 
@@ -176,7 +181,7 @@ def request_fit(*, session: Session, user: User, now: datetime | None = None) ->
     if (
         state.personal
         and state.fit is not None
-        and state.fit.status == "done"
+        and state.fit.status == FitStatus.DONE
         and state.fit.reviews == state.counted
     ):
         raise Conflict("Your parameters are already fitted to these reviews: fit again after more reviews.")
@@ -207,12 +212,12 @@ def run_fit(engine: Engine, fit_id: str) -> FsrsFit | None:
     """Fit one stored request and put the result on the user. Every outcome is written on the row."""
     with Session(engine) as session:
         fit = session.get(FsrsFit, fit_id)
-        if fit is None or fit.status in ("done", "failed"):
+        if fit is None or fit.status in (FitStatus.DONE, FitStatus.FAILED):
             return fit
         user = session.get(User, fit.user_id)
         if user is None:
             return None
-        fit.status, fit.started_at = "running", utcnow()
+        fit.status, fit.started_at = FitStatus.RUNNING, utcnow()
         session.add(fit)
         session.commit()
         assert user.id is not None
@@ -226,9 +231,9 @@ def run_fit(engine: Engine, fit_id: str) -> FsrsFit | None:
         except Exception as exc:  # the row says what went wrong; the worker goes on
             log.exception("fsrs fit %s failed", fit_id)
             message = exc.message if isinstance(exc, ServiceError) else _describe(exc)
-            fit.status, fit.error = "failed", message[:500]
+            fit.status, fit.error = FitStatus.FAILED, message[:500]
         else:
-            fit.status, fit.parameters = "done", parameters
+            fit.status, fit.parameters = FitStatus.DONE, parameters
             user.fsrs_parameters = parameters
             session.add(user)
         fit.seconds = round(time.perf_counter() - started, 3)
@@ -278,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     engine = make_engine(os.environ["DATABASE_URL"])
     fit = run_fit(engine, args.fit_id)
     engine.dispose()
-    return 0 if fit is not None and fit.status == "done" else 1
+    return 0 if fit is not None and fit.status == FitStatus.DONE else 1
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from typing import Any
 from fsrs import Rating
 from sqlmodel import Session, col, select
 
+from app.enums import QuestionKind
 from app.models import Card
 from app.services import numeric
 from app.services.card_content import as_json, content
@@ -64,7 +65,7 @@ def cards_by_topic(*, session: Session) -> dict[str, list[Card]]:
 
 def fits(card: Card, kind: str) -> bool:
     """Whether the card can be asked as this kind: recall and choice always, numeric when a kind fits it."""
-    return kind != "numeric" or numeric.fits(card)
+    return kind != QuestionKind.NUMERIC or numeric.fits(card)
 
 
 def cycle_kinds(cards: Sequence[Card], kinds: Iterable[str]) -> list[str]:
@@ -97,7 +98,7 @@ def interview_kinds(cards: Sequence[Card]) -> list[str]:
     if numeric_at is not None:
         kinds[numeric_at] = "numeric"
     if len(cards) >= 3:
-        choice_at = next(i for i in range(1, len(cards)) if kinds[i] == "recall")
+        choice_at = next(i for i in range(1, len(cards)) if kinds[i] == QuestionKind.RECALL)
         kinds[choice_at] = "choice"
     return kinds
 
@@ -158,9 +159,9 @@ def build_numeric(card: Card, rng: random.Random, asked: set[str] | None = None)
 
 def build(*, card: Card, kind: str, rng: random.Random, topic_cards: Sequence[Card]) -> dict[str, Any]:
     """The question JSON for a card asked as `kind` (see the module docstring)."""
-    if kind == "choice":
+    if kind == QuestionKind.CHOICE:
         return build_choice(card, topic_cards, rng)
-    if kind == "numeric":
+    if kind == QuestionKind.NUMERIC:
         problem = build_numeric(card, rng)
         if problem is None:
             raise ValueError(f"no numeric problem fits card {card.id!r}")

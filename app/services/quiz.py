@@ -26,7 +26,7 @@ from fsrs import Rating
 from sqlmodel import Session, col, select
 
 from app.config import Settings
-from app.enums import QuizMode
+from app.enums import QuestionKind, QuizItemState, QuizMode
 from app.models import Card, CardProgress, Quiz, QuizItem, User, utcnow
 from app.services import key_point_suggestions, questions, quiz_learning, scheduling
 from app.services.card_content import content
@@ -62,7 +62,7 @@ def select_cards(
 ) -> list[Card]:
     assert user.id is not None
     positions = scheduling.topic_positions(session=session)
-    if spec.mode == "due":
+    if spec.mode == QuizMode.DUE:
         allowed = {c.id for c in _pool(session=session, spec=spec)}
         queue = scheduling.due_queue(
             session=session,
@@ -78,7 +78,7 @@ def select_cards(
     progress = {
         p.card_id: p for p in session.exec(select(CardProgress).where(CardProgress.user_id == user.id)).all()
     }
-    if spec.mode == "weakest":
+    if spec.mode == QuizMode.WEAKEST:
         scheduler = scheduling.scheduler_for(user=user, settings=settings, now=now, fuzz=False)
         horizon = scheduling.mastery_horizon_days(user, now)
         order = scheduling.weakest_topics(session=session, user=user, settings=settings, now=now)
@@ -125,7 +125,7 @@ def start_quiz(
     spec = QuizSpec(spec.mode, spec.topics, spec.difficulty, spec.size, kinds, spec.seed)
     cards = select_cards(session=session, user=user, spec=spec, settings=settings, now=now)
     if not cards:
-        if spec.mode == "due":
+        if spec.mode == QuizMode.DUE:
             raise InvalidInput("Nothing is due right now. Start a quiz by topic, or come back later.")
         raise InvalidInput("No card matches those choices.")
     rng = random.Random(spec.seed if spec.seed is not None else secrets.randbits(64))
@@ -133,7 +133,7 @@ def start_quiz(
     planned: list[tuple[Card, str, dict[str, Any]]] = []
     prompts: set[str] = set()  # numeric problems already in this quiz: none is asked twice
     for card, kind in zip(cards, assign_kinds(cards, kinds), strict=True):
-        if kind == "numeric":
+        if kind == QuestionKind.NUMERIC:
             problem = questions.build_numeric(card, rng, prompts)
             if problem is not None:
                 planned.append((card, kind, problem))
@@ -261,18 +261,18 @@ def answer_item(
     if item.answered_at is not None:
         raise Conflict("This question is already answered")
     rating: Rating | None = None
-    if item.kind == "recall":
+    if item.kind == QuestionKind.RECALL:
         item.response = {"answer": (text or "").strip()[:MAX_TYPED_ANSWER]}
         # The key points the answer seems to cover, pre-ticked on the revealed page.
         item.suggested = key_point_suggestions.for_typed(
             session.get(Card, item.card_id), item.response["answer"]
         )
-    elif item.kind == "choice":
+    elif item.kind == QuestionKind.CHOICE:
         check = questions.check_choice(item.payload, picked)  # NoSuchOption (422) for a made-up index
         rating = check.rating
         item.response = {"picked": check.picked}
         item.correct = check.correct
-    elif item.kind == "numeric":
+    elif item.kind == QuestionKind.NUMERIC:
         result = questions.check_numeric(item.payload, value or "", unit)
         if result.given is None:
             # Not a number in a unit this question takes ("about 3 gigs", a size for a count):
@@ -302,7 +302,7 @@ def rate_item(
 ) -> QuizItem:
     """Rate a revealed recall question, with the key points the user says they got."""
     now = now or utcnow()
-    if item.kind != "recall":
+    if item.kind != QuestionKind.RECALL:
         raise Conflict("This question rated itself when you answered it")
     if item.answered_at is None:
         raise Conflict("Reveal the strong answer before rating")
@@ -318,49 +318,7 @@ def rate_item(
     return item
 
 
-def item_state(item: QuizItem) -> str:
+def item_state(item: QuizItem) -> QuizItemState:
     if item.rated_at is not None:
-        return "rated"
-    return "revealed" if item.answered_at is not None else "open"
-
-
-def item_view(item: QuizItem, card: Card) -> dict[str, Any]:
-    """What a client may see of a question: the expected answer only once the user has answered."""
-    state = item_state(item)
-    view: dict[str, Any] = {
-        "position": item.position,
-        "kind": item.kind,
-        "state": state,
-        "card": {"id": card.id, "title": card.title, "topic": card.topic, "difficulty": card.difficulty},
-        "question": content(card).question,
-    }
-    payload = item.payload
-    if item.kind == "choice":
-        view["prompt"] = payload["prompt"]
-        view["options"] = [{"index": i, "text": o["text"]} for i, o in enumerate(payload["options"])]
-    elif item.kind == "numeric":
-        view["prompt"] = payload["prompt"]
-        view["units"] = payload["units"]
-        view["config"] = payload.get("config") or {}
-        view["tolerance"] = payload["tolerance"]
-        view["dimension"] = payload["dimension"]
-    if state == "open":
-        return view
-    view["response"] = item.response
-    view["correct"] = item.correct
-    view["key_points"] = list(content(card).key_points)
-    if item.kind == "recall":
-        view["suggested"] = item.suggested
-    if item.kind == "choice":
-        view["options"] = [
-            {"index": i, "text": o["text"], "correct": o["correct"], "why": o["why"]}
-            for i, o in enumerate(payload["options"])
-        ]
-    elif item.kind == "numeric":
-        view["answer"] = payload["answer"]
-        view["answer_text"] = payload["answer_text"]
-        view["solution"] = payload["solution"]
-    if state == "rated":
-        view["rating"] = scheduling.RATING_NAMES[Rating(item.rating or 1)]
-        view["due"] = item.due_after.isoformat() if item.due_after else None
-    return view
+        return QuizItemState.RATED
+    return QuizItemState.REVEALED if item.answered_at is not None else QuizItemState.OPEN

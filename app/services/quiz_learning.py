@@ -27,6 +27,7 @@ from typing import Any
 from fsrs import Rating
 from sqlmodel import Session, col, select
 
+from app.enums import QuestionKind
 from app.models import Card, CardProgress, Quiz, QuizItem, Review
 from app.services import questions, scheduling
 from app.services.errors import Conflict
@@ -60,20 +61,22 @@ def _fresh_question(
 ) -> tuple[str, dict[str, Any]] | None:
     """(kind, payload) for the repeat of `item`: recall as it was, choice and numeric drawn anew;
     None when nothing new can be asked within the quiz's kinds."""
-    if item.kind == "recall":
+    if item.kind == QuestionKind.RECALL:
         return "recall", dict(item.payload)
     card = session.get(Card, item.card_id)
     if card is None:
         return None
     # Seeded by the item, so the same miss always queues the same question (tests, retries).
     rng = random.Random(f"repeat:{item.session_id}:{item.id}")
-    if item.kind == "numeric":
-        asked = {str(i.payload.get("prompt")) for i in items if i.kind == "numeric"}
+    if item.kind == QuestionKind.NUMERIC:
+        asked = {str(i.payload.get("prompt")) for i in items if i.kind == QuestionKind.NUMERIC}
         problem = questions.build_numeric(card, rng, asked)
         if problem is not None:
             return "numeric", problem
         return ("recall", {}) if "recall" in (quiz.kinds or []) else None
-    shown = {_option_texts(i.payload) for i in items if i.card_id == item.card_id and i.kind == "choice"}
+    shown = {
+        _option_texts(i.payload) for i in items if i.card_id == item.card_id and i.kind == QuestionKind.CHOICE
+    }
     topic_cards = questions.live_cards(session=session, topics=[card.topic])
     payload = questions.build_choice(card, topic_cards, rng)
     for _ in range(CHOICE_REDRAWS):
@@ -206,7 +209,7 @@ def undo_last_rating(*, session: Session, quiz: Quiz, now: datetime | None = Non
     item.rating = None
     item.rated_at = None
     item.due_after = None
-    if item.kind != "recall":
+    if item.kind != QuestionKind.RECALL:
         # Choice and numeric rate themselves when answered: back to unanswered.
         item.answered_at = None
         item.response = None

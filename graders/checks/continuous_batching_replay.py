@@ -20,13 +20,13 @@ from graders.checks.continuous_batching_script import (
     Seen,
     Step,
     describe,
-    first_difference,
     plan_text,
     shrink,
     trace,
 )
 from graders.checks.continuous_batching_variants import REASONS, Slip, SlippedScheduler, mistake_sentence
 from graders.checks.report import CheckReport, Mismatch
+from graders.checks.traces import first_difference
 from graders.reference.scheduler import Scheduler
 from graders.sandbox.protocol import Pending, SubmissionError, SubmissionLink
 from graders.wording import exception_text

@@ -13,7 +13,6 @@ import random
 import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from graders.reference.scheduler import Scheduler, blocks_for
 
@@ -80,14 +79,6 @@ def trace(make: Callable[[], Scheduler], ops: Sequence[Op]) -> list[Seen]:
             plan = tuple((str(r), int(n)) for r, n in sched.schedule())
             seen.append((plan, tuple(map(str, sched.finished())), sched.num_free_blocks()))
     return seen
-
-
-def first_difference(got: Sequence[Any], want: Sequence[Seen]) -> int | None:
-    """The index of the first op whose observation differs (None: the traces agree)."""
-    for i, w in enumerate(want):
-        if i >= len(got) or got[i] != w:
-            return i
-    return None
 
 
 def req_name(i: int) -> str:

@@ -31,7 +31,6 @@ tensor against the reference's, measured by the same counter (the cost report).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -331,9 +330,7 @@ def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     report = CheckReport()
     rng = Rng(seed)
     py = rng.py
-
-    def check(name: str, body: Callable[[], None]) -> None:
-        run_test(report, name, body)
+    check = partial(run_test, report)
 
     gs = py.choice([8, 16])
     N, G = py.randint(5, 9), py.randint(3, 6)

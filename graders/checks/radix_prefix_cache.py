@@ -28,8 +28,9 @@ from graders.checks.radix_prefix_cache_script import (
     random_script,
 )
 from graders.checks.radix_prefix_cache_variants import Slip, mistake_sentence
-from graders.checks.report import CheckReport, Mismatch, run_test
+from graders.checks.report import CheckReport, run_test
 from graders.checks.serving_common import Rng, figure_test
+from graders.checks.traces import figures_if_same
 from graders.sandbox.protocol import SubmissionLink
 
 SLUG = "radix-prefix-cache"
@@ -164,11 +165,7 @@ def _test_figure(replayer: Replayer) -> str:
         f"{len(ops) // 2} chat turns on PrefixCache(capacity={WORKLOAD_CAPACITY}), {asked} prompt tokens: "
         f"your hit rate {hit_rate(got, ops):.1%}, the reference's {hit_rate(want, ops):.1%}"
     )
-    if got != want:
-        last = got[-1] if got else None
-        why = getattr(last, "text", "the traces differ: see the tests above")
-        raise Mismatch(f"{figures} ({why})")
-    return figures
+    return figures_if_same(got, want, figures)
 
 
 def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:

@@ -20,12 +20,12 @@ from graders.checks.radix_prefix_cache_script import (
     Op,
     Seen,
     describe,
-    first_difference,
     shrink,
     trace,
 )
 from graders.checks.radix_prefix_cache_variants import REASONS, Slip, SlippedCache, mistake_sentence
 from graders.checks.report import CheckReport, Mismatch
+from graders.checks.traces import first_difference
 from graders.reference.prefix_cache import PrefixCache
 from graders.sandbox.protocol import Handle, Pending, SubmissionError, SubmissionLink
 from graders.wording import exception_text

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -53,14 +53,6 @@ def trace(make: Callable[[], Cache], ops: Sequence[Op]) -> list[Seen]:
         call = cache.match if isinstance(op, Match) else cache.insert
         seen.append((call(list(op.tokens)), len(cache)))
     return seen
-
-
-def first_difference(got: Sequence[Any], want: Sequence[Seen]) -> int | None:
-    """The index of the first op whose observation differs (None: the traces agree)."""
-    for i, w in enumerate(want):
-        if i >= len(got) or got[i] != w:
-            return i
-    return None
 
 
 def random_capacity(py: random.Random) -> int:

@@ -16,7 +16,6 @@ CDF taken in sorted order, ...) so the verdict names the mistake.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -173,9 +172,7 @@ def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     report = CheckReport()
     rng = Rng(seed)
     py = rng.py
-
-    def check(name: str, body: Callable[[], None]) -> None:
-        run_test(report, name, body)
+    check = partial(run_test, report)
 
     # One B and one V for every call (V > 50, so that a default top_k of 50 would show): no call
     # can be told from another by its shape.

@@ -209,18 +209,12 @@
     document.getElementById("run-results").hidden = false;
   }
 
+  // Each problem beside the input it names (FastAPI's loc ["body", "input", name], or a
+  // ServiceError's field), else above the panel; the words are static/src/refusal.js's.
   function refused(response, body) {
-    if (response.status === 422 && Array.isArray(body.detail)) {
-      for (const error of body.detail) {
-        const loc = error.loc || [];
-        showError(loc[1] === "input" ? loc[2] : null, error.msg);
-      }
-    } else if (typeof body.detail === "string" && body.field) {
-      showError(body.field, body.detail); // the ServiceError shape: {"detail": message, "field": name}
-    } else if (response.status === 429) {
-      showError(null, `${body.detail || "Slow down"}: try again in ${response.headers.get("Retry-After")} s.`);
-    } else {
-      showError(null, body.detail ? String(body.detail) : `Run refused (${response.status})`);
+    for (const problem of window.kvprepRefusal.problems(response, body)) {
+      const field = problem.loc ? (problem.loc[1] === "input" ? problem.loc[2] : null) : problem.field;
+      showError(field, problem.message || window.kvprepRefusal.sentence(response, body, "Run"));
     }
   }
 

@@ -36,14 +36,6 @@
     };
   }
 
-  // The server's refusal in words: FastAPI's detail (a sentence, or a list of field errors).
-  function refusal(response, body) {
-    if (response.status === 429) return `Slow down: try again in ${response.headers.get("Retry-After")} s.`;
-    const detail = body && body.detail;
-    if (Array.isArray(detail)) return detail.map((d) => d.msg).join("; ");
-    return detail ? String(detail) : `Submission refused (${response.status})`;
-  }
-
   // POST the code as a submission. Resolves to { ok: true, body } (body: {id, status}) or
   // { ok: false, status, message }; rejects only when the server cannot be reached.
   async function submitCode(url, code) {
@@ -54,7 +46,7 @@
     });
     const body = await response.json().catch(() => ({}));
     if (response.ok) return { ok: true, body };
-    return { ok: false, status: response.status, message: refusal(response, body) };
+    return { ok: false, status: response.status, message: window.kvprepRefusal.sentence(response, body, "Submission") };
   }
 
   window.kvprepCoding = { editorWithDraft, submitCode };

@@ -11,6 +11,7 @@ from sqlmodel import Session, col, select
 
 from app.config import Settings
 from app.models import Card, QuizItem
+from app.routes.question_views import quiz_item_view
 from app.services import numeric, scheduling
 from app.services import quiz as quizzes
 from app.services.errors import ServiceError
@@ -194,7 +195,7 @@ def test_answering_and_rating_follow_the_rules(db: Session, settings: Settings) 
         session=db, user=user, item=choice, settings=settings, picked=[wrong], now=NOW
     )
     assert answered.correct is False and answered.rating == int(Rating.Again)
-    view = quizzes.item_view(answered, db.get(Card, answered.card_id))
+    view = quiz_item_view(answered, db.get(Card, answered.card_id)).model_dump(exclude_unset=True)
     assert view["options"][wrong]["why"] and view["rating"] == "again"
     db.refresh(quiz)
     # The miss is asked once more at the end, as a choice again; right this time, the quiz ends.
@@ -212,7 +213,7 @@ def test_a_question_hides_its_answer_until_answered(db: Session, settings: Setti
     spec = quizzes.QuizSpec(topics=("kv-memory",), size=3, seed=3)
     quiz = quizzes.start_quiz(session=db, user=user, spec=spec, settings=settings, now=NOW)
     for item in db.exec(select(QuizItem).where(QuizItem.session_id == quiz.id)).all():
-        view = quizzes.item_view(item, db.get(Card, item.card_id))
+        view = quiz_item_view(item, db.get(Card, item.card_id)).model_dump(exclude_unset=True)
         text = repr(view)
         assert "key_points" not in view and "solution" not in view and "'correct'" not in text
         if item.kind == "numeric":

@@ -7,10 +7,8 @@ raises reaches the client through the one ServiceError handler of app/main.py.
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 
 from app.deps import (
     CatalogDep,
@@ -37,26 +35,26 @@ from app.routes.mock.views import (
     OwnMock,
     find_mock,
     find_shared,
+    report_view,
     share_url,
-    state_json,
-    summary_json,
+    state_view,
+    summary_view,
 )
+from app.routes.public import Public
 from app.services import mock as mocks
 from app.services.errors import Conflict
 from app.validation import RowId
 
 router = APIRouter(prefix="/api/mock", tags=["mock interviews"])
 
-# The state carries some keys only in some states: absent stays absent (see app/routes/public.py).
+# The state carries some keys only in some states: absent stays absent (see app/routes/question_views.py).
 
 
 @router.get("", response_model=list[MockSummary])
-def list_mocks(
-    session: SessionDep, catalog: CatalogDep, user: Visitor, clock: ClockDep
-) -> list[dict[str, Any]]:
+def list_mocks(session: SessionDep, catalog: CatalogDep, user: Visitor, clock: ClockDep) -> list[MockSummary]:
     now = clock.now()
     return [
-        summary_json(session, m, catalog, now) for m in mocks.history(session=session, user_id=user.id or 0)
+        summary_view(session, m, catalog, now) for m in mocks.history(session=session, user_id=user.id or 0)
     ]
 
 
@@ -68,29 +66,29 @@ def create_mock(
     catalog: CatalogDep,
     user: CurrentUser,
     clock: ClockDep,
-) -> dict[str, Any]:
+) -> MockState:
     now = clock.now()
     spec = mocks.MockSpec(body.minutes, tuple(body.topics), body.difficulty, body.with_challenge)
     mock = mocks.start_mock(
         session=session, user=user, spec=spec, catalog=catalog, settings=settings, now=now
     )
-    return state_json(session=session, mock=mock, catalog=catalog, now=now)
+    return state_view(session=session, mock=mock, catalog=catalog, now=now)
 
 
 @router.get("/shared/{token}", response_model=MockReport)
-def api_shared_report(token: str, session: SessionDep, catalog: CatalogDep, clock: ClockDep) -> JSONResponse:
+def api_shared_report(
+    token: str, response: Response, session: SessionDep, catalog: CatalogDep, clock: ClockDep
+) -> Public:
     mock = find_shared(session, token)
-    report = mocks.build_report(session=session, mock=mock, catalog=catalog, now=clock.now())
-    return JSONResponse(report.to_json(), headers=SHARED_HEADERS)
+    response.headers.update(SHARED_HEADERS)
+    return report_view(mocks.build_report(session=session, mock=mock, catalog=catalog, now=clock.now()))
 
 
 @router.get("/{mock_id}", response_model=MockState, response_model_exclude_unset=True)
-def get_mock_state(
-    mock: OwnMock, session: SessionDep, catalog: CatalogDep, clock: ClockDep
-) -> dict[str, Any]:
+def get_mock_state(mock: OwnMock, session: SessionDep, catalog: CatalogDep, clock: ClockDep) -> MockState:
     now = clock.now()
     mocks.close_if_due(session=session, mock=mock, now=now)
-    return state_json(session=session, mock=mock, catalog=catalog, now=now)
+    return state_view(session=session, mock=mock, catalog=catalog, now=now)
 
 
 @router.post("/{mock_id}/answers", response_model=MockState, response_model_exclude_unset=True)
@@ -101,13 +99,13 @@ def post_answer(
     settings: SettingsDep,
     catalog: CatalogDep,
     clock: ClockDep,
-) -> dict[str, Any]:
+) -> MockState:
     now = clock.now()
     mocks.answer(
         session=session, mock=mock, position=body.position, step=body.step, settings=settings, now=now,
         text=body.text, value=body.value, unit=body.unit, picked=body.picked,
     )  # fmt: skip
-    return state_json(session=session, mock=mock, catalog=catalog, now=now)
+    return state_view(session=session, mock=mock, catalog=catalog, now=now)
 
 
 @router.post(
@@ -132,10 +130,10 @@ def post_code(
 
 
 @router.post("/{mock_id}/finish", response_model=MockState, response_model_exclude_unset=True)
-def post_finish(mock: OwnMock, session: SessionDep, catalog: CatalogDep, clock: ClockDep) -> dict[str, Any]:
+def post_finish(mock: OwnMock, session: SessionDep, catalog: CatalogDep, clock: ClockDep) -> MockState:
     now = clock.now()
     mocks.finish(session=session, mock=mock, now=now)
-    return state_json(session=session, mock=mock, catalog=catalog, now=now)
+    return state_view(session=session, mock=mock, catalog=catalog, now=now)
 
 
 @router.post("/{mock_id}/score", response_model=MockReport)
@@ -147,26 +145,26 @@ def post_score(
     catalog: CatalogDep,
     user: CurrentUser,
     clock: ClockDep,
-) -> dict[str, Any]:
+) -> Public:
     now = clock.now()
     mock = find_mock(session, user.id, mock_id)
     marks = {m.position: mocks.Mark(tuple(m.key_points), m.follow_up) for m in body.items}
     mocks.score_mock(session=session, user=user, mock=mock, marks=marks, settings=settings, now=now)
-    return mocks.build_report(session=session, mock=mock, catalog=catalog, now=now).to_json()
+    return report_view(mocks.build_report(session=session, mock=mock, catalog=catalog, now=now))
 
 
 @router.get("/{mock_id}/report", response_model=MockReport)
-def get_report(mock: OwnMock, session: SessionDep, catalog: CatalogDep, clock: ClockDep) -> dict[str, Any]:
+def get_report(mock: OwnMock, session: SessionDep, catalog: CatalogDep, clock: ClockDep) -> Public:
     now = clock.now()
     if not mocks.close_if_due(session=session, mock=mock, now=now):
         raise Conflict("The interview is still running: the report comes once the clock stops")
-    return mocks.build_report(session=session, mock=mock, catalog=catalog, now=now).to_json()
+    return report_view(mocks.build_report(session=session, mock=mock, catalog=catalog, now=now))
 
 
 @router.post("/{mock_id}/share", response_model=MockShareLink)
-def post_share(mock: OwnMock, request: Request, session: SessionDep) -> dict[str, str]:
+def post_share(mock: OwnMock, request: Request, session: SessionDep) -> MockShareLink:
     token = mocks.share(session=session, mock=mock)
-    return {"token": token, "url": share_url(request, token)}
+    return MockShareLink(token=token, url=share_url(request, token))
 
 
 @router.delete("/{mock_id}/share", status_code=204)

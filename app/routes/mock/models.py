@@ -6,13 +6,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from app.enums import MockEndedBy, MockItemKind, MockPhase, MockStatus
+from app.enums import Difficulty, MockEndedBy, MockItemKind, MockPhase, MockStatus
 from app.routes.challenge_models import SubmissionSummary
 from app.routes.public import Number, Public, Timestamp, public_model
+from app.routes.quiz.models import ChoiceOption
 from app.services import mock as mocks
 from app.validation import ApiModel, BodyPosition, EmptyIsNone
 
-Difficulty = Literal["easy", "medium", "hard"]
 TopicSlug = Annotated[str, Field(pattern=r"^[a-z0-9-]{1,80}$")]
 
 # --- request bodies -------------------------------------------------------------------------------
@@ -33,7 +33,7 @@ class MockCreate(ApiModel):
 # An answer to the current question (`step` "question") or to its follow-up (`step` "follow_up").
 class MockAnswer(ApiModel):
     position: BodyPosition
-    step: Literal["question", "follow_up"] = "question"
+    step: Literal["question", "follow_up"] = "question"  # the MockPhase steps an answer may be to
     text: str = Field(default="", max_length=20_000)
     value: str | None = Field(default=None, max_length=100)  # numeric problems
     unit: str | None = Field(default=None, max_length=20)
@@ -69,12 +69,6 @@ class MockNumericView(Public):
     units: list[str]
     unit: str
     config: dict[str, Any]
-
-
-# One option of a multiple-choice question, without whether it is right.
-class ChoiceOption(Public):
-    index: int
-    text: str
 
 
 class MockChoiceView(Public):

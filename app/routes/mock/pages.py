@@ -20,6 +20,7 @@ from app.config import Settings
 from app.content.catalog import Catalog
 from app.cookie_session import flash
 from app.deps import CatalogDep, ClockDep, CsrfChecked, CurrentUser, SessionDep, SettingsDep, Visitor
+from app.enums import MockEndedBy, MockStatus
 from app.models import MockInterview
 from app.routes.mock.views import (
     SHARED_HEADERS,
@@ -27,8 +28,8 @@ from app.routes.mock.views import (
     find_mock,
     find_shared,
     share_url,
-    state_json,
-    summary_json,
+    state_view,
+    summary_view,
 )
 from app.services import mock as mocks
 from app.services.cards import ordered_topics
@@ -57,8 +58,8 @@ def _setup_page(
     status: int = 200,
 ) -> HTMLResponse:
     past = mocks.history(session=session, user_id=user_id)
-    running = next((m for m in past if mocks.status(m, now) == "running"), None)
-    rows = [(m, summary_json(session, m, catalog, now)) for m in past]
+    running = next((m for m in past if mocks.status(m, now) == MockStatus.RUNNING), None)
+    rows = [(m, summary_view(session, m, catalog, now)) for m in past]
     topics = ordered_topics(session=session)
     defaults = {"length": "30", "custom_minutes": "", "topics": [], "difficulty": "", "with_challenge": True}
     return templates.TemplateResponse(
@@ -171,10 +172,10 @@ def mock_page(
     mock = find_mock(session, user.id, mock_id)
     mocks.close_if_due(session=session, mock=mock, now=now)
     status = mocks.status(mock, now)
-    if status == "running":
+    if status == MockStatus.RUNNING:
         return _run_page(request, session, catalog, settings, mock, now)
     report = mocks.build_report(session=session, mock=mock, catalog=catalog, now=now)
-    if status == "ended":
+    if status == MockStatus.ENDED:
         return templates.TemplateResponse(
             request,
             "mock/score.html",
@@ -201,14 +202,14 @@ def _run_page(
     status: int = 200,
 ) -> HTMLResponse:
     """The running interview's page; after a refused answer, with the typed text back in its box."""
-    state = state_json(session=session, mock=mock, catalog=catalog, now=now)
+    state = state_view(session=session, mock=mock, catalog=catalog, now=now)
     return templates.TemplateResponse(
         request,
         "mock/run.html",
         {
             "mock": mock,
             "state": state,
-            "current": state["current"],
+            "current": state.current,
             "byte_units": list(BYTE_UNITS),
             "max_chars": settings.mock_answer_max_chars,
             "typed": typed,
@@ -275,7 +276,11 @@ def mock_answer_form(
             text=text, value=value, unit=unit or None, picked=picked,
         )  # fmt: skip
     except ServiceError as exc:
-        if isinstance(exc, InvalidInput) and (text or value) and mocks.status(mock, clock.now()) == "running":
+        if (
+            isinstance(exc, InvalidInput)
+            and (text or value)
+            and mocks.status(mock, clock.now()) == MockStatus.RUNNING
+        ):
             # Refused as written (too long, or not a number): the same question again, with what was typed.
             typed = text.replace("\r\n", "\n").strip() if text else value
             return _run_page(
@@ -291,7 +296,7 @@ def mock_answer_form(
             )
         flash(request, exc.message, "error")
     else:
-        if mock.ended_by == "completed":
+        if mock.ended_by == MockEndedBy.COMPLETED:
             flash(request, "That was the last question: the clock has stopped. Now score your answers.")
     return _back(mock_id)
 

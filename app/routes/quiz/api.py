@@ -6,13 +6,12 @@ app/main.py: these routes never catch it.
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 
 from app.deps import ClockDep, CurrentUser, SessionDep, SettingsDep, Visitor
+from app.routes.question_views import quiz_item_view
 from app.routes.quiz.models import AnswerIn, QuizCreate, QuizItemPublic, QuizPublic, RatingIn
-from app.routes.quiz.views import load_item, load_quiz, quiz_json, start
+from app.routes.quiz.views import load_item, load_quiz, quiz_view, start
 from app.services import quiz as quizzes
 from app.services.scheduling import parse_rating
 from app.validation import Position, RowId
@@ -23,25 +22,25 @@ router = APIRouter(prefix="/api/quizzes", tags=["quizzes"])
 @router.post("", status_code=201, response_model=QuizPublic)
 def api_start(
     body: QuizCreate, user: CurrentUser, session: SessionDep, settings: SettingsDep, clock: ClockDep
-) -> dict[str, Any]:
-    return quiz_json(session, start(session, user, settings, body, clock.now()))
+) -> QuizPublic:
+    return quiz_view(session, start(session, user, settings, body, clock.now()))
 
 
 @router.get("", response_model=list[QuizPublic])
-def api_list(user: Visitor, session: SessionDep) -> list[dict[str, Any]]:
+def api_list(user: Visitor, session: SessionDep) -> list[QuizPublic]:
     assert user.id is not None
-    return [quiz_json(session, q) for q in quizzes.recent_quizzes(session=session, user_id=user.id, limit=50)]
+    return [quiz_view(session, q) for q in quizzes.recent_quizzes(session=session, user_id=user.id, limit=50)]
 
 
 @router.get("/{quiz_id}", response_model=QuizPublic)
-def api_get(quiz_id: RowId, user: Visitor, session: SessionDep) -> dict[str, Any]:
-    return quiz_json(session, load_quiz(session, user, quiz_id))
+def api_get(quiz_id: RowId, user: Visitor, session: SessionDep) -> QuizPublic:
+    return quiz_view(session, load_quiz(session, user, quiz_id))
 
 
 @router.get("/{quiz_id}/items/{position}", response_model=QuizItemPublic, response_model_exclude_unset=True)
-def api_item(quiz_id: RowId, position: Position, user: Visitor, session: SessionDep) -> dict[str, Any]:
+def api_item(quiz_id: RowId, position: Position, user: Visitor, session: SessionDep) -> QuizItemPublic:
     _, item, card = load_item(session, user, quiz_id, position)
-    return quizzes.item_view(item, card)
+    return quiz_item_view(item, card)
 
 
 @router.post(
@@ -55,13 +54,13 @@ def api_answer(
     session: SessionDep,
     settings: SettingsDep,
     clock: ClockDep,
-) -> dict[str, Any]:
+) -> QuizItemPublic:
     _, item, card = load_item(session, user, quiz_id, position)
     item = quizzes.answer_item(
         session=session, user=user, item=item, settings=settings,
         text=body.answer, picked=body.picked, value=body.value, unit=body.unit, now=clock.now(),
     )  # fmt: skip
-    return quizzes.item_view(item, card)
+    return quiz_item_view(item, card)
 
 
 @router.post(
@@ -75,10 +74,10 @@ def api_rate(
     session: SessionDep,
     settings: SettingsDep,
     clock: ClockDep,
-) -> dict[str, Any]:
+) -> QuizItemPublic:
     _, item, card = load_item(session, user, quiz_id, position)
     item = quizzes.rate_item(
         session=session, user=user, item=item, rating=parse_rating(body.rating),
         key_points=body.key_points, settings=settings, now=clock.now(),
     )  # fmt: skip
-    return quizzes.item_view(item, card)
+    return quiz_item_view(item, card)

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import Field
 
-from app.enums import QuestionKind, QuizItemState, QuizMode, RatingName
+from app.enums import Difficulty, QuestionKind, QuizItemState, QuizMode, RatingName
 from app.routes.public import Number, Public, Timestamp
 from app.services import quiz as quizzes
 from app.validation import ApiModel, EmptyIsNone
 
-Mode = Literal["topics", "due", "weakest"]
-Kind = Literal["recall", "choice", "numeric"]
-Difficulty = Literal["easy", "medium", "hard"]
 
-
-def _all_kinds() -> list[Kind]:
-    return ["recall", "choice", "numeric"]
+def _all_kinds() -> list[QuestionKind]:
+    return list(QuestionKind)
 
 
 # --- request bodies -------------------------------------------------------------------------------
@@ -25,13 +21,13 @@ def _all_kinds() -> list[Kind]:
 
 # How to choose a quiz's cards.
 class QuizCreate(ApiModel):
-    mode: Mode = "topics"
+    mode: QuizMode = QuizMode.TOPICS
     topics: list[Annotated[str, Field(pattern=r"^[a-z0-9-]{1,80}$")]] = Field(
         default_factory=list, max_length=50
     )
     difficulty: Annotated[Difficulty | None, EmptyIsNone] = None
     size: int = Field(default=10, ge=1, le=10_000)
-    kinds: list[Kind] = Field(default_factory=_all_kinds, min_length=1, max_length=3)
+    kinds: list[QuestionKind] = Field(default_factory=_all_kinds, min_length=1, max_length=3)
 
 
 # An answer: `answer` (recall, optional), `picked` (choice), `value` and `unit` (numeric).
@@ -44,7 +40,7 @@ class AnswerIn(ApiModel):
 
 # A rating of a revealed recall question, with the indices of the key points the user got.
 class RatingIn(ApiModel):
-    rating: Literal["again", "hard", "good", "easy"]
+    rating: RatingName
     key_points: list[int] = Field(default_factory=list, max_length=50)
 
 
@@ -84,17 +80,22 @@ class QuizCardRef(Public):
     difficulty: str
 
 
-# An option of a multiple-choice question: `correct` and `why` only once it is answered.
-class QuizOption(Public):
+# One option of a multiple-choice question, as asked: without whether it is right.
+class ChoiceOption(Public):
     index: int
     text: str
+
+
+# An option of a quiz's multiple-choice question: `correct` and `why` only once it is answered.
+class QuizOption(ChoiceOption):
     correct: bool | None = None
     why: str | None = None
 
 
 # One question. Keys by kind and state: `prompt` and `options` (choice); `prompt`, `units`,
 # `config`, `tolerance`, `dimension` (numeric); once answered, `response`, `correct`,
-# `key_points` and (numeric) `answer`, `answer_text`, `solution`; once rated, `rating` and `due`.
+# `key_points` and (numeric) `answer`, `answer_text`, `solution`; once rated, `rating` and `due`;
+# once a recall answer is revealed, `suggested`.
 class QuizItemPublic(Public):
     position: int
     kind: QuestionKind
@@ -115,3 +116,7 @@ class QuizItemPublic(Public):
     solution: list[str] | None = Field(default=None, description="the worked solution, step by step")
     rating: RatingName | None = None
     due: Timestamp | None = None
+    suggested: dict[str, Any] | None = Field(
+        default=None,
+        description="a recall answer's key points the matcher found (app/services/key_point_suggestions.py)",
+    )

@@ -26,10 +26,12 @@ from app.deps import (
     SiteDep,
     Visitor,
 )
+from app.enums import Difficulty, QuestionKind, QuizItemState, QuizMode, RatingName
 from app.models import User
 from app.pages import guest_cached
 from app.personal_views import personal_page
-from app.routes.quiz.models import Difficulty, Kind, Mode, QuizCreate
+from app.routes.question_views import quiz_item_view
+from app.routes.quiz.models import QuizCreate
 from app.routes.quiz.views import load_item, load_quiz, start
 from app.services import quiz as quizzes
 from app.services import quiz_learning
@@ -87,7 +89,7 @@ async def start_page(
     engine: EngineDep,
     kept: PersonalPagesDep,
     clock: ClockDep,
-    mode: Mode = "topics",
+    mode: QuizMode = QuizMode.TOPICS,
 ) -> Response:
     form = {"mode": mode, "topics": [], "difficulty": "", "size": 10, "kinds": list(quizzes.KINDS)}
     now = clock.now()
@@ -121,11 +123,11 @@ def start_form(
     session: SessionDep,
     settings: SettingsDep,
     clock: ClockDep,
-    mode: Annotated[Mode, Form()] = "topics",
+    mode: Annotated[QuizMode, Form()] = QuizMode.TOPICS,
     topics: Annotated[list[str], Form()] = [],  # noqa: B006 - FastAPI copies defaults
     difficulty: Annotated[Difficulty | Literal[""], Form()] = "",
     size: Annotated[int, Form(ge=1, le=10_000)] = 10,
-    kinds: Annotated[list[Kind], Form()] = [],  # noqa: B006
+    kinds: Annotated[list[QuestionKind], Form()] = [],  # noqa: B006
 ) -> Response:
     form = {"mode": mode, "topics": topics, "difficulty": difficulty, "size": size, "kinds": kinds}
     now = clock.now()
@@ -214,7 +216,7 @@ def _item_page(
     quiz, item, card = load_item(session, user, quiz_id, position)
     assert user.id is not None
     previews: dict[str, str] = {}
-    if item.kind == "recall" and quizzes.item_state(item) == "revealed":
+    if item.kind == QuestionKind.RECALL and quizzes.item_state(item) == QuizItemState.REVEALED:
         progress = get_progress(session=session, user_id=user.id, card_id=card.id)
         previews = preview_text(progress=progress, user=user, settings=settings, now=now)
     topic = get_topic(session=session, slug=card.topic)
@@ -224,7 +226,7 @@ def _item_page(
         {
             "quiz": quiz,
             "item": item,
-            "view": quizzes.item_view(item, card),
+            "view": quiz_item_view(item, card),
             "card": card,
             "topic": topic,
             "previews": previews,
@@ -263,7 +265,7 @@ def answer_form(
             text=answer, picked=picked, value=value, unit=unit or None, now=clock.now(),
         )  # fmt: skip
     except ServiceError as exc:  # a Conflict, or NoSuchOption for a picked index the question lacks
-        if isinstance(exc, InvalidInput) and item.kind == "numeric":
+        if isinstance(exc, InvalidInput) and item.kind == QuestionKind.NUMERIC:
             return _item_page(
                 request, session, user, settings, quiz_id, position, clock.now(),
                 typed_value=value, error=exc.message, status=422,
@@ -281,7 +283,7 @@ def rate_form(
     session: SessionDep,
     settings: SettingsDep,
     clock: ClockDep,
-    rating: Annotated[Literal["again", "hard", "good", "easy"], Form()],
+    rating: Annotated[RatingName, Form()],
     key_points: Annotated[list[int], Form()] = [],  # noqa: B006
 ) -> RedirectResponse:
     _, item, card = load_item(session, user, quiz_id, position)

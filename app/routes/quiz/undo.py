@@ -7,16 +7,16 @@ puts the card's FSRS state back exactly.
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse
 from pydantic import BaseModel
 
 from app.cookie_session import flash
 from app.deps import ClockDep, CsrfChecked, CurrentUser, SessionDep, SettingsDep
+from app.enums import QuestionKind
+from app.routes.question_views import quiz_item_view
+from app.routes.quiz.models import QuizItemPublic
 from app.routes.quiz.views import load_quiz  # the owner's quiz, else 404
-from app.services import quiz as quizzes
 from app.services import quiz_learning
 from app.services.cards import get_card
 from app.services.errors import ServiceError
@@ -35,7 +35,7 @@ class DueNow(BaseModel):
 # After an undo: the question as it is now (rateable, or answerable, again), the quiz's size
 # (one less when the Again's repeat went too), and the due counts.
 class UndoResult(BaseModel):
-    item: dict[str, Any]
+    item: QuizItemPublic
     size: int
     due: DueNow
 
@@ -43,7 +43,7 @@ class UndoResult(BaseModel):
 pages = APIRouter(prefix="/quiz", tags=["pages"], include_in_schema=False)
 
 
-@router.post("/{quiz_id}/undo")
+@router.post("/{quiz_id}/undo", response_model_exclude_unset=True)
 def api_undo(
     quiz_id: RowId, user: CurrentUser, session: SessionDep, settings: SettingsDep, clock: ClockDep
 ) -> UndoResult:
@@ -55,7 +55,7 @@ def api_undo(
     assert card is not None
     counts = due_counts(session=session, user=user, settings=settings, now=clock.now())
     due = DueNow(now=counts.due_now, today=counts.today)
-    return UndoResult(item=quizzes.item_view(item, card), size=quiz.size, due=due)
+    return UndoResult(item=quiz_item_view(item, card), size=quiz.size, due=due)
 
 
 @pages.post("/{quiz_id}/undo", dependencies=[CsrfChecked])
@@ -67,6 +67,6 @@ def undo_form(quiz_id: RowId, request: Request, user: CurrentUser, session: Sess
         flash(request, exc.message, "error")
         return RedirectResponse(f"/quiz/{quiz_id}", status_code=303)
     card = get_card(session=session, card_id=item.card_id)
-    again = "rate it again" if item.kind == "recall" else "answer it again"
+    again = "rate it again" if item.kind == QuestionKind.RECALL else "answer it again"
     flash(request, f"Rating undone: {card.title if card else item.card_id} is as it was before; {again}.")
     return RedirectResponse(f"/quiz/{quiz_id}/items/{item.position}", status_code=303)

@@ -1,4 +1,6 @@
-"""What the quiz's API and pages share: finding a quiz and its questions, starting one, its JSON.
+"""What the quiz's API and pages share: finding a quiz and its questions, starting one, its view.
+
+A question's view is app/routes/question_views.py's, shared with the mock interview.
 
 A quiz belongs to the user who started it: anyone else gets 404 for it and its questions.
 """
@@ -6,14 +8,13 @@ A quiz belongs to the user who started it: anyone else gets 404 for it and its q
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from fsrs import Rating
 from sqlmodel import Session
 
 from app.config import Settings
 from app.models import Card, Quiz, QuizItem, User
-from app.routes.quiz.models import QuizCreate
+from app.routes.quiz.models import QuizCreate, QuizItemRow, QuizPublic
 from app.services import quiz as quizzes
 from app.services.cards import card_titles, get_card, topic_slugs
 from app.services.errors import InvalidInput, NotFound
@@ -53,29 +54,29 @@ def start(session: Session, user: User, settings: Settings, body: QuizCreate, no
     return quizzes.start_quiz(session=session, user=user, spec=spec, settings=settings, now=now)
 
 
-def quiz_json(session: Session, quiz: Quiz) -> dict[str, Any]:
+def quiz_view(session: Session, quiz: Quiz) -> QuizPublic:
     items = quizzes.quiz_items(session=session, quiz=quiz)
     titles = card_titles(session=session, card_ids=[i.card_id for i in items])
-    return {
-        "id": quiz.id,
-        "mode": quiz.mode,
-        "topics": quiz.topics,
-        "difficulty": quiz.difficulty,
-        "kinds": quiz.kinds,
-        "size": quiz.size,
-        "created_at": quiz.created_at.isoformat(),
-        "finished_at": quiz.finished_at.isoformat() if quiz.finished_at else None,
-        "current": quizzes.current_position(items),
-        "items": [
-            {
-                "position": i.position,
-                "kind": i.kind,
-                "card_id": i.card_id,
-                "title": titles.get(i.card_id, i.card_id),
-                "state": quizzes.item_state(i),
-                "rating": RATING_NAMES[Rating(i.rating)] if i.rating else None,
-                "due": i.due_after.isoformat() if i.due_after else None,
-            }
+    return QuizPublic(
+        id=quiz.id,
+        mode=quiz.mode,
+        topics=quiz.topics,
+        difficulty=quiz.difficulty,
+        kinds=quiz.kinds,
+        size=quiz.size,
+        created_at=quiz.created_at.isoformat(),
+        finished_at=quiz.finished_at.isoformat() if quiz.finished_at else None,
+        current=quizzes.current_position(items),
+        items=[
+            QuizItemRow(
+                position=i.position,
+                kind=i.kind,
+                card_id=i.card_id,
+                title=titles.get(i.card_id, i.card_id),
+                state=quizzes.item_state(i),
+                rating=RATING_NAMES[Rating(i.rating)] if i.rating else None,
+                due=i.due_after.isoformat() if i.due_after else None,
+            )
             for i in items
         ],
-    }
+    )

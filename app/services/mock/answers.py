@@ -11,6 +11,7 @@ from sqlalchemy import ColumnElement, update
 from sqlmodel import Session, col
 
 from app.config import Settings
+from app.enums import MockItemKind, MockPhase
 from app.models import MockInterview, MockItem, Submission
 from app.services import key_point_suggestions, questions
 from app.services.errors import Conflict, InvalidInput
@@ -41,7 +42,7 @@ def answer(
     item = current_item(items)
     if item is None or item.position != position or phase(item) != step:
         raise Conflict(MOVED_ON)
-    if item.kind == "challenge":
+    if item.kind == MockItemKind.CHALLENGE:
         raise InvalidInput("The coding problem takes code: submit it from the editor.")
     # A browser sends each line break of a textarea as CR LF; the page counts it as one character.
     text = (text or "").replace("\r\n", "\n").strip()
@@ -51,9 +52,9 @@ def answer(
 
     values: dict[str, Any]
     guard: ColumnElement[bool]
-    if step == "question":
+    if step == MockPhase.QUESTION:
         values = {"answered_at": now}
-        if item.kind == "numeric":
+        if item.kind == MockItemKind.NUMERIC:
             check = questions.check_numeric(item.payload["numeric"], value or "", unit)
             if (value or "").strip() and check.given is None:
                 # Unreadable as a number in this question's units: asked again, never graded.
@@ -69,7 +70,7 @@ def answer(
                     "message": check.message if written else "No answer given.",
                 },
             }
-        elif item.kind == "choice":
+        elif item.kind == MockItemKind.CHOICE:
             question = item.payload["choice"]
             chosen = questions.check_choice(question, picked)  # NoSuchOption (422) for a made-up index
             values |= {
@@ -113,7 +114,7 @@ def submit_code(
     """Queue code for the interview's coding problem; it is graded like any submission."""
     ensure_running(session=session, mock=mock, now=now)
     item = current_item(mock_items(session=session, mock=mock))
-    if item is None or item.kind != "challenge" or item.challenge is None:
+    if item is None or item.kind != MockItemKind.CHALLENGE or item.challenge is None:
         raise Conflict("The coding problem comes after the questions: answer them first.")
     submission = grading.submit(session=session, user_id=mock.user_id, challenge=item.challenge, code=code)
     session.refresh(item)

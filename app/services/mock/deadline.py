@@ -14,6 +14,7 @@ from datetime import datetime
 from sqlalchemy import update
 from sqlmodel import Session, col, select
 
+from app.enums import MockEndedBy
 from app.models import MockInterview
 from app.services.errors import Conflict
 
@@ -39,7 +40,7 @@ def close_if_due(*, session: Session, mock: MockInterview, now: datetime) -> boo
 def ensure_running(*, session: Session, mock: MockInterview, now: datetime) -> None:
     """Conflict with a clear message when the clock has stopped."""
     if close_if_due(session=session, mock=mock, now=now):
-        if mock.ended_by == "deadline":
+        if mock.ended_by == MockEndedBy.DEADLINE:
             at = mock.deadline.strftime("%H:%M:%S UTC")
             raise Conflict(
                 f"Time is up: the interview ended at {at}, and answers after the deadline are refused."

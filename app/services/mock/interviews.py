@@ -7,6 +7,7 @@ from datetime import datetime
 
 from sqlmodel import Session, col, select
 
+from app.enums import MockItemKind, MockPhase, MockStatus
 from app.models import MockInterview, MockItem, Submission
 
 MOVED_ON = "That question was already answered, perhaps in another tab: the interview has moved on."
@@ -37,13 +38,13 @@ def history(*, session: Session, user_id: int, limit: int = 50) -> list[MockInte
     )
 
 
-def status(mock: MockInterview, now: datetime) -> str:
+def status(mock: MockInterview, now: datetime) -> MockStatus:
     """running | ended (clock stopped, not scored yet) | scored."""
     if mock.scored_at is not None:
-        return "scored"
+        return MockStatus.SCORED
     if mock.ended_at is not None or now >= mock.deadline:
-        return "ended"
-    return "running"
+        return MockStatus.ENDED
+    return MockStatus.RUNNING
 
 
 def remaining_seconds(mock: MockInterview, now: datetime) -> float:
@@ -57,11 +58,11 @@ def current_item(items: Sequence[MockItem]) -> MockItem | None:
     return next((i for i in items if i.done_at is None), None)
 
 
-def phase(item: MockItem) -> str:
+def phase(item: MockItem) -> MockPhase:
     """question | follow_up | code."""
-    if item.kind == "challenge":
-        return "code"
-    return "question" if item.answered_at is None else "follow_up"
+    if item.kind == MockItemKind.CHALLENGE:
+        return MockPhase.CODE
+    return MockPhase.QUESTION if item.answered_at is None else MockPhase.FOLLOW_UP
 
 
 def challenge_submissions(*, session: Session, item: MockItem) -> list[Submission]:

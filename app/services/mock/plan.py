@@ -40,6 +40,7 @@ from app.services import questions, scheduling
 from app.services.card_content import as_json, content
 from app.services.errors import Conflict, InvalidInput
 from app.services.mock.deadline import running_mock
+from graders.verdict import Verdict
 
 LENGTHS = (15, 30, 45)
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -183,7 +184,9 @@ def choose_challenge(
 
 def passed_challenges(*, session: Session, user_id: int) -> set[str]:
     rows = session.exec(
-        select(Submission.challenge).where(Submission.user_id == user_id, Submission.verdict == "passed")
+        select(Submission.challenge).where(
+            Submission.user_id == user_id, Submission.verdict == Verdict.PASSED
+        )
     ).all()
     return set(rows)
 

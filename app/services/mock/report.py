@@ -15,12 +15,14 @@ from fsrs import Rating
 from sqlmodel import Session, col, select
 
 from app.content.catalog import Catalog
+from app.enums import MockItemKind, SubmissionStatus
 from app.models import Card, MockInterview, MockItem, Topic
 from app.services import key_point_suggestions, scheduling
 from app.services.card_content import content
 from app.services.mock.interviews import challenge_submissions, mock_items
 from app.services.mock.scoring import CHALLENGE_WEIGHT, GOOD_FROM, item_score
 from app.services.wrong_answers import bank_common_words, matches_wrong_answer
+from graders.verdict import Verdict
 
 
 @dataclass(frozen=True)
@@ -144,10 +146,10 @@ def challenge_outcome(*, session: Session, item: MockItem, catalog: Catalog) -> 
     slug = item.challenge or ""
     challenge = catalog.challenge(slug)
     submissions = challenge_submissions(session=session, item=item)
-    graded = [s for s in submissions if s.status == "done" and s.result is not None]
-    counted = next((s for s in graded if s.verdict == "passed"), graded[-1] if graded else None)
+    graded = [s for s in submissions if s.status == SubmissionStatus.DONE and s.result is not None]
+    counted = next((s for s in graded if s.verdict == Verdict.PASSED), graded[-1] if graded else None)
     tests: list[dict[str, Any]] = list((counted.result or {}).get("tests", [])) if counted else []
-    passed = counted is not None and counted.verdict == "passed"
+    passed = counted is not None and counted.verdict == Verdict.PASSED
     n_passed = sum(1 for t in tests if t.get("passed"))
     score = 1.0 if passed else (0.5 * n_passed / len(tests) if tests else 0.0)
     shown = counted or (submissions[-1] if submissions else None)
@@ -172,13 +174,13 @@ def challenge_outcome(*, session: Session, item: MockItem, catalog: Catalog) -> 
 def _wrong_matches(item: MockItem, card: Card, common: AbstractSet[str]) -> list[WrongMatch]:
     found: list[WrongMatch] = []
     for where, text in (("answer", item.answer), ("follow_up", item.follow_up_answer)):
-        if not text or item.kind == "choice" and where == "answer":
+        if not text or item.kind == MockItemKind.CHOICE and where == "answer":
             continue
         for wrong in content(card).wrong_answers:
             words = matches_wrong_answer(text, wrong.answer, common)
             if words and all(m.answer != wrong.answer for m in found):
                 found.append(WrongMatch(wrong.answer, wrong.why, words, where))
-    if item.kind == "choice" and item.response:
+    if item.kind == MockItemKind.CHOICE and item.response:
         options = item.payload["choice"]["options"]
         for i in item.response.get("picked", []):
             if not options[i]["correct"]:
@@ -216,7 +218,7 @@ def _card_report(
     n_points = len(asked.key_points)
     follow = item.payload.get("follow_up") or {}
     numeric_view = None
-    if item.kind == "numeric":
+    if item.kind == MockItemKind.NUMERIC:
         problem = item.payload["numeric"]
         numeric_view = {
             "prompt": problem["prompt"],
@@ -225,7 +227,7 @@ def _card_report(
             "message": (item.response or {}).get("message"),
         }
     choice_view = None
-    if item.kind == "choice":
+    if item.kind == MockItemKind.CHOICE:
         choice_view = {
             "prompt": item.payload["choice"]["prompt"],
             "options": item.payload["choice"]["options"],
@@ -244,7 +246,7 @@ def _card_report(
         card_title=card.title,
         topic=card.topic,
         topic_title=topic_title,
-        question=item.payload["numeric"]["prompt"] if item.kind == "numeric" else asked.question,
+        question=item.payload["numeric"]["prompt"] if item.kind == MockItemKind.NUMERIC else asked.question,
         answer=item.answer,
         key_points=list(asked.key_points),
         covered=list(item.covered or []),
@@ -336,7 +338,7 @@ def build_report(*, session: Session, mock: MockInterview, catalog: Catalog, now
     reports: list[ItemReport] = []
     for item in items:
         end = item.done_at or (ended if item.asked_at else None)
-        if item.kind == "challenge":
+        if item.kind == MockItemKind.CHALLENGE:
             reports.append(_challenge_report(session=session, item=item, catalog=catalog, end=end))
             continue
         card = cards[item.card_id or ""]
@@ -351,7 +353,7 @@ def build_report(*, session: Session, mock: MockInterview, catalog: Catalog, now
             )
         )
 
-    card_items = [r for r in reports if r.kind != "challenge"]
+    card_items = [r for r in reports if r.kind != MockItemKind.CHALLENGE]
     coding = [r for r in reports if r.challenge is not None]
     total_weight = len(card_items) + CHALLENGE_WEIGHT * len(coding)
     overall = (

@@ -21,6 +21,7 @@ from fsrs import Rating
 from sqlmodel import Session
 
 from app.config import Settings
+from app.enums import MockItemKind
 from app.models import Card, MockInterview, MockItem, User
 from app.services import scheduling
 from app.services.card_content import content
@@ -44,9 +45,9 @@ class Mark:
 def main_score(item: MockItem, n_points: int) -> float:
     if item.answered_at is None:
         return 0.0
-    if item.kind == "recall":
+    if item.kind == MockItemKind.RECALL:
         return len(item.covered or []) / n_points if n_points else 0.0
-    if item.kind == "choice" and not item.correct:
+    if item.kind == MockItemKind.CHOICE and not item.correct:
         return 0.5 if (item.response or {}).get("partial") else 0.0
     return 1.0 if item.correct else 0.0
 
@@ -77,13 +78,13 @@ def score_mock(
         raise Conflict("This interview is already scored.")
     assert user.id == mock.user_id
     for item in mock_items(session=session, mock=mock):
-        if item.kind == "challenge" or item.asked_at is None or item.card_id is None:
+        if item.kind == MockItemKind.CHALLENGE or item.asked_at is None or item.card_id is None:
             continue
         card = session.get(Card, item.card_id)
         assert card is not None
         mark = marks.get(item.position, Mark())
         n_points = len(content(card).key_points)
-        if item.kind == "recall":
+        if item.kind == MockItemKind.RECALL:
             item.covered = sorted({i for i in mark.key_points if 0 <= i < n_points}) if item.answer else []
         item.follow_up_covered = bool(mark.follow_up and item.follow_up_answer)
         rating = rating_for(item_score(item, n_points))
