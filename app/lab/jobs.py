@@ -84,6 +84,9 @@ def own_run(*, session: Session, user_id: int | None, run_id: str) -> LabRun | N
     return run if run is not None and run.user_id == user_id else None
 
 
+SERVER_STOPPED = "the server stopped while this run was going; start it again"
+
+
 def exit_reason(returncode: int, stderr_tail: str = "") -> str:
     """Why a child that left its run unfinished ended, in words a user can act on."""
     if returncode < 0:
@@ -212,7 +215,7 @@ class LabJobs:
         if child is not None and child.poll() is None:
             kill_group(child)
             if run_id is not None:
-                fail_run(self.engine, run_id, "the server stopped while this run was going; start it again")
+                fail_run(self.engine, run_id, SERVER_STOPPED)
         if self._thread is not None:
             self._thread.join(timeout=10)
             self._thread = None
@@ -228,7 +231,7 @@ class LabJobs:
             if run_id == self._child_run:
                 continue
             reason = (
-                "the server stopped while this run was going; start it again"
+                SERVER_STOPPED
                 if every_running
                 else "the lab job stopped reporting (its process died); start it again"
             )
@@ -302,7 +305,10 @@ class LabJobs:
             if child.returncode != 0:
                 stderr.seek(max(0, os.fstat(stderr.fileno()).st_size - 2000))
                 tail = stderr.read().decode(errors="replace")
-                if fail_run(self.engine, run_id, exit_reason(child.returncode, tail)):
+                # stop() kills the child and then fails its run; this thread may see the
+                # death first, and the reason is the server stopping, not the signal.
+                reason = SERVER_STOPPED if self._stopping.is_set() else exit_reason(child.returncode, tail)
+                if fail_run(self.engine, run_id, reason):
                     log.warning("lab run %s: its child ended with %s", run_id, child.returncode)
         finally:
             stderr.close()
