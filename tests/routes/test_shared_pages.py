@@ -94,12 +94,17 @@ def test_log_out_on_one_server_is_refused_on_the_other_within_the_second(
     two.cookies.set("kvprep_session", one.cookies["kvprep_session"])
     for _ in range(20):  # whatever a server kept of the session check while it was good
         assert two.get("/api/auth/me").json()["email"] == "ann@example.com"
-        two.get("/progress")
-        two.get(CARD)
+        for path in (CARD, "/topics", "/", "/cards", "/challenges", "/quiz", "/progress"):
+            assert "ann@example.com" in header(two.get(path).text), path
     assert one.post("/api/auth/logout", headers=BODYLESS).status_code == 204
     ended = time.monotonic()
     assert two.get("/api/auth/me").json()["guest"] is True
     assert two.get("/api/account").json()["email"] is None
+    # The kept pages too: a shared page and every personal page the other server kept for Ann.
+    for path in (CARD, "/topics", "/", "/cards", "/challenges", "/quiz", "/progress"):
+        page = two.get(path)
+        assert page.status_code == 200, (path, page.status_code)
+        assert "ann@example.com" not in page.text and "Log in" in header(page.text), path
     assert time.monotonic() - ended < 1.0
 
 
