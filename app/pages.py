@@ -106,10 +106,13 @@ async def guest_cached(
     render: Callable[[], Awaitable[Response]],
     *,
     needs_no_row: bool = False,
+    by_url: bool = True,
 ) -> Response:
     """The page for `key` from the shared cache when it applies, else `render()` (kept when it can be).
 
     `needs_no_row`: the page is the same only for visitors without a user row (the caller checked).
+    `by_url`: the key says no more than the URL, so `GuestPageShortcut` may answer it before
+    routing; False for a page that also changes with the day.
     """
     pages: GuestPages = request.app.state.site.guest_pages
     session = request.session
@@ -132,7 +135,7 @@ async def guest_cached(
         if email is not None and body is not None:  # kept as a guest sees it
             body = _with_account_nav(body, _account_nav(request.app, None, ""))
         if body is not None:
-            url = (request.url.path, request.scope.get("query_string", b""))
+            url = (request.url.path, request.scope.get("query_string", b"")) if by_url else None
             pages.put(
                 key, body, token if isinstance(token, str) else None,
                 url=url, needs_no_row=needs_no_row,

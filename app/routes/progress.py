@@ -8,7 +8,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import Field
 from sqlmodel import Session
+from starlette.concurrency import run_in_threadpool
 
+from app.cookie_session import has_no_user_row
 from app.deps import (
     CatalogDep,
     ClockDep,
@@ -17,12 +19,15 @@ from app.deps import (
     SessionDep,
     SettingsDep,
     Visitor,
+    visitor,
 )
 from app.models import User
+from app.pages import guest_cached
 from app.personal_views import personal_page
 from app.routes.public import Number, Public, Timestamp
 from app.services.progress import build_dashboard, dashboard_json
 from app.services.scheduling import humanize_interval
+from app.services.scheduling.scheduler import start_of_day
 from app.web import templates
 
 router = APIRouter(prefix="/api/progress", tags=["progress"])
@@ -104,4 +109,17 @@ async def progress_page(
         context = {"board": board, "now": now, "user": user, "until": humanize_interval}
         return templates.TemplateResponse(request, "progress/index.html", context)
 
-    return await personal_page(request, engine, kept, now, build)
+    if not has_no_user_row(request):
+        return await personal_page(request, engine, kept, now, build)
+
+    # A visitor without a user row has an empty history: one dashboard for all of them, kept for
+    # the day (the new cards it offers move at midnight), each with their own CSRF token.
+    def build_rowless() -> Response:
+        with Session(engine) as session:
+            return build(session, visitor(request, session))
+
+    async def render() -> Response:
+        return await run_in_threadpool(build_rowless)
+
+    day = start_of_day(now)
+    return await guest_cached(request, ("progress", "no-row", day), render, needs_no_row=True, by_url=False)

@@ -128,14 +128,16 @@ class GuestPages:
         body: bytes,
         csrf_in_session: str | None,
         *,
-        url: tuple[str, bytes],
+        url: tuple[str, bytes] | None,
         needs_no_row: bool,
     ) -> None:
-        """Keep a page under its key, and under its URL for `GuestPageShortcut` (app/pages.py)."""
+        """Keep a page under its key, and under its URL for `GuestPageShortcut` (app/pages.py)
+        unless `url` is None (a page whose key holds more than its URL, such as the day)."""
         if csrf_in_session:
             body = body.replace(csrf_in_session.encode(), CSRF_SLOT)
         self.cache.put(("page", *key), body)
-        self.cache.put(("url", *url), (needs_no_row, body))
+        if url is not None:
+            self.cache.put(("url", *url), (needs_no_row, body))
 
     def by_url(self, path: str, query: bytes) -> tuple[bool, bytes] | None:
         """(whether only a visitor without a user row may have it, the page) for a URL, if kept."""

@@ -21,6 +21,7 @@ from app.main import create_app
 from app.models import Submission, User
 from app.services.clock import ManualClock
 from app.services.personal_pages import RECHECK_S
+from app.services.scheduling.scheduler import start_of_day
 from tests.services.factories import fast_settings, finish_quiz, other_client, signup, start_quiz
 
 
@@ -121,3 +122,26 @@ def test_nobody_gets_another_users_kept_dashboard(client: TestClient) -> None:
     assert stat(page, "reviews") == 0 and "owner@example.com" not in page
     client.post("/api/auth/logout", headers={"X-Requested-With": "fetch"})
     assert stat(client.get("/progress").text, "reviews") == 0  # a fresh guest now
+
+
+def test_visitors_without_a_row_share_one_kept_dashboard_each_with_their_own_token(
+    client: TestClient, clock: ManualClock
+) -> None:
+    """A returning guest who has only read has no row: their dashboard is everybody's empty one,
+    kept once for all of them (it was built on every request), and never a guest's with a row."""
+    first, second = other_client(client), other_client(client)
+    pages = [c.get("/progress").text for c in (first, second, first, second)]
+    assert all(stat(page, "reviews") == 0 for page in pages) and len(set(pages)) == 1
+    kept = client.app.state.site.guest_pages  # type: ignore[attr-defined]
+    assert kept.get(("progress", "no-row", start_of_day(clock.now())), lambda: "t") is not None
+    # At midnight the new cards it offers move: a page of its own for the new day.
+    clock.advance(24 * 3600)
+    assert kept.get(("progress", "no-row", start_of_day(clock.now())), lambda: "t") is None
+    page = first.get("/progress").text
+    assert stat(page, "reviews") == 0 and f'data-day="{clock.now().date()}"' in page  # today's heat map
+    assert kept.get(("progress", "no-row", start_of_day(clock.now())), lambda: "t") is not None
+    # One of them answers a quiz: their row's own page, and the shared one stays empty.
+    finish_quiz(first, start_quiz(first))
+    assert stat(first.get("/progress").text, "reviews") == 5
+    assert stat(second.get("/progress").text, "reviews") == 0
+    assert stat(other_client(client).get("/progress").text, "reviews") == 0
