@@ -39,6 +39,7 @@ CHALLENGE_MODULES = {
     "int4-weight-matmul": "graders.checks.int4_weight_matmul",
     "beam-search": "graders.checks.beam_search",
     "mla-decode": "graders.checks.mla_decode",
+    "tensor-parallel-attention": "graders.checks.tensor_parallel_attention",
 }
 
 __all__ = ["CHALLENGE_MODULES", "CheckReport", "load_check"]

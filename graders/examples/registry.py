@@ -14,6 +14,7 @@ from graders.examples.kernels import (
     TILED_ATTENTION,
 )
 from graders.examples.model import MLA_DECODE, MOE_ROUTING
+from graders.examples.parallel import TENSOR_PARALLEL_ATTENTION
 from graders.examples.prefix import RADIX_PREFIX_CACHE
 from graders.examples.processors import LOGITS_PROCESSORS
 from graders.examples.scheduling import CONTINUOUS_BATCHING
@@ -43,6 +44,7 @@ RUN_SPECS: dict[str, RunSpec] = {
         INT4_WEIGHT_MATMUL,
         BEAM_SEARCH,
         MLA_DECODE,
+        TENSOR_PARALLEL_ATTENTION,
     )
 }
 

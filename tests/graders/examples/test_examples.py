@@ -53,6 +53,10 @@ WRONG: dict[str, tuple[str, str]] = {
         "hypotheses [prompt | generated] final score: the first difference is at row",
     ),
     "mla-decode": ("scale_nope", "y on the prompt (B, prompt, d) differs by up to"),
+    "tensor-parallel-attention": (
+        "whole_block_columns",
+        "w_qkv_r of every rank, stacked (W, d, 3d/W) differs",
+    ),
 }
 
 # A custom input breaking a rule between parameters, per challenge that has one: (input, parameter named).
@@ -71,6 +75,7 @@ BROKEN_RULES: dict[str, tuple[dict[str, object], str]] = {
     "int4-weight-matmul": ({"K": 12, "group_size": 8}, "K"),
     "beam-search": ({"vocab": 4, "eos_id": 5}, "eos_id"),
     "mla-decode": ({"d_rope": 5}, "d_rope"),
+    "tensor-parallel-attention": ({"d": 24, "n_heads": 6, "world_size": 4}, "n_heads"),
 }
 
 

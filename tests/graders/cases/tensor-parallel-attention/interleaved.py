@@ -1,0 +1,38 @@
+# expect: failed
+# diagnosis: the shard stores each head's q, k and v side by side
+# Megatron-LM's storage: each head's q, k and v columns side by side, read back the same way.
+import math
+
+import torch
+
+
+def shard_attention(w_qkv, w_o, n_heads, world_size):
+    """w_qkv (d, 3d), w_o (d, d) -> [(w_qkv_r (d, 3d/W), w_o_r (d/W, d)) for each rank r]."""
+    if n_heads % world_size != 0:
+        raise ValueError(f"n_heads={n_heads} is not a multiple of world_size={world_size}")
+    d = w_o.shape[0]
+    d_r = d // world_size  # the rank's heads: n_heads / world_size of hd = d // n_heads each
+    q, k, v = w_qkv.split(d, dim=1)  # each (d, d); head h owns columns h*hd:(h+1)*hd of each
+    shards = []
+    for r in range(world_size):
+        cols = slice(r * d_r, (r + 1) * d_r)  # heads r*H/W .. (r+1)*H/W - 1, in order
+        hd = d // n_heads
+        heads = range(r * (n_heads // world_size), (r + 1) * (n_heads // world_size))
+        per_head = [t[:, h * hd : (h + 1) * hd] for h in heads for t in (q, k, v)]
+        w_qkv_r = torch.cat(per_head, dim=1)  # (d, 3d/W): [q_h | k_h | v_h] for each head
+        shards.append((w_qkv_r, w_o[cols]))  # row-parallel: the rows its heads' outputs multiply
+    return shards
+
+
+def attention_on_rank(x, w_qkv_r, w_o_r, n_local_heads):
+    """x (B, T, d) -> this rank's partial output (B, T, d); the all-reduce sums the partials."""
+    B, T, _ = x.shape
+    d_r = w_qkv_r.shape[1] // 3  # n_local_heads * hd
+    hd = d_r // n_local_heads  # the layer's head size, not x's width over n_local_heads
+    qkv = (x @ w_qkv_r).view(B, T, n_local_heads, 3, hd)  # per head: [q_h | k_h | v_h]
+    q, k, v = qkv.permute(3, 0, 2, 1, 4)  # each (B, n_local, T, hd)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(hd)  # (B, n_local, T, T)
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    probs = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
+    o = (probs @ v).transpose(1, 2).reshape(B, T, d_r)  # the rank's heads side by side, in order
+    return o @ w_o_r  # (B, T, d): a partial sum; no residual, no bias, nothing averaged
