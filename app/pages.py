@@ -38,7 +38,7 @@ from app.cookie_session import (
     csrf_token,
     new_csrf_token,
 )
-from app.services.site import CSRF_SLOT, GuestPages
+from app.services.site import CSRF_SLOT, GuestPages, fill_csrf_slots
 from app.web import templates
 
 _HTML_HEADERS = [(b"content-type", b"text/html; charset=utf-8")]
@@ -77,23 +77,23 @@ def _with_account_nav(body: bytes, nav: bytes) -> bytes | None:
     return body[:start] + nav + body[end + len(_NAV_END) :]
 
 
+def _session_csrf(session: dict[str, Any]) -> str:
+    """The raw session's CSRF token, minted into it when it has none."""
+    token = session.get(CSRF_KEY)
+    if not isinstance(token, str):
+        token = session[CSRF_KEY] = new_csrf_token()
+    return token
+
+
 def _with_session_csrf(body: bytes, session: dict[str, Any]) -> bytes:
-    if CSRF_SLOT in body:
-        token = session.get(CSRF_KEY)
-        if not isinstance(token, str):
-            token = session[CSRF_KEY] = new_csrf_token()
-        body = body.replace(CSRF_SLOT, token.encode())
-    return body
+    return fill_csrf_slots(body, lambda: _session_csrf(session))
 
 
 def _shared_page_for(app: Any, session: dict[str, Any], body: bytes) -> bytes | None:
     """A kept page (CSRF slots, a guest's header) as this visitor sees it."""
     email = account_email(session, app.state.settings.login_max_age_s)
     if email is not None:
-        token = session.get(CSRF_KEY)
-        if not isinstance(token, str):
-            token = session[CSRF_KEY] = new_csrf_token()
-        swapped = _with_account_nav(body, _account_nav(app, email, token))
+        swapped = _with_account_nav(body, _account_nav(app, email, _session_csrf(session)))
         if swapped is None:
             return None
         body = swapped

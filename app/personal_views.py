@@ -35,7 +35,7 @@ from app.deps import app_clock, visitor
 from app.models import Submission, User
 from app.pages import KeptPageShortcut
 from app.services.personal_pages import PersonalPages, data_version, valid_until
-from app.services.site import CSRF_SLOT
+from app.services.site import CSRF_SLOT, fill_csrf_slots
 
 Build = Callable[[Session, User], Response]
 
@@ -53,9 +53,7 @@ def visitor_credential(request: Request) -> tuple[int, str] | None:
 
 
 def _with_csrf(body: bytes, request: Request) -> HTMLResponse:
-    if CSRF_SLOT in body:
-        body = body.replace(CSRF_SLOT, csrf_token(request).encode())
-    return HTMLResponse(body)
+    return HTMLResponse(fill_csrf_slots(body, lambda: csrf_token(request)))
 
 
 def page_key(scope: Scope) -> str:
@@ -94,7 +92,7 @@ class PersonalPageShortcut(KeptPageShortcut):
         body = kept.recent(who[0], page_key(scope), who[1], app_clock(request).now())
         if body is None:
             return None
-        return body.replace(CSRF_SLOT, csrf_token(request).encode()) if CSRF_SLOT in body else body
+        return fill_csrf_slots(body, lambda: csrf_token(request))
 
 
 def _checked_page(

@@ -104,6 +104,12 @@ def load_site_content(session: Session) -> SiteContent:
 CSRF_SLOT = b"\x00csrf-slot\x00"
 
 
+def fill_csrf_slots(body: bytes, token: Callable[[], str]) -> bytes:
+    """A kept page with the visitor's CSRF token in each slot (`token` runs only if there is one:
+    it may mint the token into the session)."""
+    return body.replace(CSRF_SLOT, token().encode()) if CSRF_SLOT in body else body
+
+
 class GuestPages:
     """Whole pages as a guest sees them, when they are the same for every guest.
 
@@ -120,7 +126,7 @@ class GuestPages:
         page = self.cache.get(("page", *key))
         if not isinstance(page, bytes):
             return None
-        return page.replace(CSRF_SLOT, csrf().encode()) if CSRF_SLOT in page else page
+        return fill_csrf_slots(page, csrf)
 
     def put(
         self,
