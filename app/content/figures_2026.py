@@ -24,7 +24,7 @@ from app.content.hardware import (
     H100_SXM,
     H200_SXM,
 )
-from app.content.shapes import GIB, KIB, LLAMA3_8B, LLAMA31_70B, ModelShape
+from app.content.shapes import DEEPSEEK_V3, GIB, KIB, LLAMA3_8B, LLAMA31_70B, MIB, ModelShape
 
 MB = 10**6
 
@@ -41,6 +41,10 @@ NVFP4_BITS = 4 + 8 / 16
 FP8_E4M3_MAX = 448  # S.1111.110 = 1.75 x 2^8 (E4M3 drops infinities to keep this code)
 FP8_E5M2_MAX = 57344  # S.11110.11 = 1.75 x 2^15 (IEEE-style, keeps inf and NaN)
 DEEPSEEK_V3_TOTAL_PARAMS = 671e9  # DeepSeek-V3 report: 671B total parameters, 37B activated
+DEEPSEEK_V3_MOE_INTERMEDIATE = 2048  # config.json moe_intermediate_size: one routed expert's width
+# DeepSeek-V3 report, section 3.3: FP8 GEMMs promote partial sums to FP32 every N_C = 128 elements
+# of K, the length of one activation tile and one weight block along K.
+FP8_GROUP = 128
 
 
 @dataclass(frozen=True)
@@ -169,6 +173,17 @@ def _low_precision() -> dict[str, str]:
     # activation tile, against the FP8 bytes they scale.
     f["lp_block_scale_overhead_weights"] = f"{4 / (128 * 128):.3%}"
     f["lp_tile_scale_overhead_acts"] = f"{4 / 128:.1%}"
+    # One output element of a GEMM over DeepSeek-V3's hidden size (K = 7,168): a 128-long chunk of K
+    # per tensor-core partial sum, each scaled by its tile's and block's scales and added in FP32.
+    k = DEEPSEEK_V3.hidden
+    f["lp_v3_k_chunks"] = f"{k // FP8_GROUP}"
+    # One routed expert's up projection, 7,168 x 2,048 FP8 weights in 128 x 128 blocks.
+    blocks = (k // FP8_GROUP) * (DEEPSEEK_V3_MOE_INTERMEDIATE // FP8_GROUP)
+    f["lp_v3_expert_up_blocks"] = f"{blocks:,}"
+    f["lp_v3_expert_up_scale_kib"] = f"{blocks * 4 / KIB:g} KiB"
+    f["lp_v3_expert_up_mib_fp8"] = f"{k * DEEPSEEK_V3_MOE_INTERMEDIATE / MIB:g} MiB"
+    # A token's activation row at the same K: one FP32 scale per 1 x 128 tile.
+    f["lp_v3_token_scale_bytes"] = f"{k // FP8_GROUP * 4} bytes"
     # An FP8 KV cache (per-tensor k_scale and v_scale) halves the BF16 one.
     per_token = LLAMA31_70B.kv_bytes(1)
     f["lp_llama31_70b_kv_kib_bf16"] = f"{per_token / KIB:g} KiB"

@@ -4,8 +4,9 @@ Merged into app.content.figures.compute_figures() like the other area modules; e
 with `thin_` and then its topic: `thin_kvmem_` (kv-memory), `thin_levers_` (cache-levers),
 `thin_paged_` (paged-attention), `thin_flash_` (flashattention), `thin_tp_` (parallelism),
 `thin_moe_` (moe-inference), `thin_roof_` (roofline), `thin_batch_` (batching-throughput),
-`thin_bw_` (blackwell). Conventions as in figures_2026: decode reads every multiplied weight once
-(not the input embedding table), sizes in GB are decimal and cache sizes in GiB/KiB binary;
+`thin_bw_` (blackwell), `thin_naive_` (naive-vs-cached). Conventions as in figures_2026: decode
+reads every multiplied weight once (not the input embedding table), sizes in GB are decimal and
+cache sizes in GiB/KiB binary;
 prefill FLOPs are ModelShape.prefill_flops (PREFILL_CONVENTION).
 """
 
@@ -30,7 +31,18 @@ from app.content.shapes import (
 
 def figures() -> dict[str, str]:
     f: dict[str, str] = {}
-    parts = (_kv_memory, _cache_levers, _paged, _flash, _parallel, _moe, _roofline, _batching, _blackwell)
+    parts = (
+        _kv_memory,
+        _cache_levers,
+        _paged,
+        _flash,
+        _parallel,
+        _moe,
+        _roofline,
+        _batching,
+        _blackwell,
+        _naive,
+    )
     for part in parts:
         f.update(part())
     return f
@@ -215,4 +227,38 @@ def _blackwell() -> dict[str, str]:
     f["thin_bw_prefill_ms_70b_4k_h100_bf16"] = f"{flops / H100_SXM.bf16_flops * 1e3:.0f} ms"
     fp4_weight_bytes = LLAMA31_70B.matmul_params() * 4.5 / 8  # NVFP4: 4 bits + an 8-bit scale per 16
     f["thin_bw_prefill_intensity_70b_4k_fp4"] = f"{flops / fp4_weight_bytes:,.0f} FLOP/byte"
+    return f
+
+
+def naive_step_seconds(model: ModelShape, tokens: int) -> float:
+    """A cache-less step reruns the whole sequence: a prefill of `tokens`, bound by the larger of its
+    FLOPs at the dense BF16 peak and one read of the weights (H100)."""
+    compute = model.prefill_flops(tokens) / H100_SXM.bf16_flops
+    return max(compute, model.decode_read_bytes() / H100_SXM.hbm_bytes_per_s)
+
+
+def cached_step_seconds(model: ModelShape, context: int) -> float:
+    """A cached decode step at batch 1: the weights plus the context's K/V, read once (H100)."""
+    return (model.decode_read_bytes() + model.kv_bytes(context)) / H100_SXM.hbm_bytes_per_s
+
+
+def _naive() -> dict[str, str]:
+    """Llama-3-8B, a 2,000-token prompt and a 500-token answer, with and without a cache, as
+    roofline bounds on one H100: the naive steps are prefills, the cached ones weight reads."""
+    f: dict[str, str] = {}
+    m, prompt, new = LLAMA3_8B, 2000, 500
+    for label, t in (("first", prompt), ("last", prompt + new - 1)):
+        naive, cached = naive_step_seconds(m, t), cached_step_seconds(m, t)
+        f[f"thin_naive_step_ms_{label}"] = f"{naive * 1e3:.1f} ms"
+        f[f"thin_naive_cached_step_ms_{label}"] = f"{cached * 1e3:.2f} ms"
+        f[f"thin_naive_time_ratio_{label}"] = f"{naive / cached:.1f}x"
+    # The prefill emits the first answer token, so the cached loop runs 499 decode steps after it.
+    naive_total = sum(naive_step_seconds(m, t) for t in range(prompt, prompt + new))
+    cached_total = naive_step_seconds(m, prompt) + sum(
+        cached_step_seconds(m, t) for t in range(prompt, prompt + new - 1)
+    )
+    f["thin_naive_total_s"] = f"{naive_total:.1f} s"
+    f["thin_naive_cached_total_s"] = f"{cached_total:.2f} s"
+    f["thin_naive_total_ratio"] = f"{naive_total / cached_total:.1f}x"
+    f["thin_naive_prefill_tflop_2000"] = f"{m.prefill_flops(prompt) / 1e12:.1f} TFLOP"
     return f

@@ -58,20 +58,23 @@ H200_SXM = GPU(
 
 GPUS: dict[str, GPU] = {"a100_80gb": A100_80GB, "h100_sxm": H100_SXM, "h200_sxm": H200_SXM}
 
-# Blackwell. Kept out of GPUS so that the roofline figures and the numeric generator's draws over
-# the Hopper and Ampere cards do not change; the 2026 figures (app/content/figures_2026.py) read
-# these. FP8 and FP4 are dense tensor-core rates (the sheets print them with 2:4 sparsity, twice
-# the dense rate, like BF16).
+# Blackwell. The per-GPU figures are NVIDIA's current spec tables (the HGX B200 column revised the
+# first sheets' 8TB/s to 7.7TB/s: a 7,680-bit HBM3e bus, which pytorch/ao PR #4002 confirms from the
+# driver). Dense rates are half the printed sparse ones; the dense/sparse pairs (HGX B200 at
+# 1,000 W, GB200 at 1,200 W) are those of NVIDIA's Blackwell technical brief as tabulated at
+# glennklockwood.com/garden/processors/B200. Kept out of GPUS so that the roofline figures and
+# the numeric generator's draws over the Hopper and Ampere cards do not change; the 2026 figures
+# (app/content/figures_2026.py) read these. FP8 and FP4 are dense tensor-core rates.
 
 B200_SXM = GPU(
     "B200 SXM (HGX B200)",
     bf16_flops=2.25e15,
-    hbm_bytes_per_s=8e12,
+    hbm_bytes_per_s=7.7e12,
     hbm_bytes=180 * 10**9,
     source=(
-        "NVIDIA HGX B200 data sheet (2024), per GPU: FP4 Tensor Core 18 PFLOPS, FP8 9 PFLOPS, "
-        "FP16/BF16 4.5 PFLOPS (all with sparsity; dense is half), 180GB HBM3e, 8TB/s, "
-        "NVLink 1.8TB/s"
+        "NVIDIA HGX B200 specifications (NVIDIA HGX platform page, per GPU): FP4 Tensor Core "
+        "18 PFLOPS, FP8/FP6 9 PFLOPS, FP16/BF16 4.5 PFLOPS (all with sparsity; dense is half: "
+        "2.25 PFLOPS BF16), 180GB HBM3E, 7.7TB/s (8 GPUs: up to 62TB/s), NVLink 1.8TB/s"
     ),
 )
 GB200_GPU = GPU(
@@ -80,9 +83,10 @@ GB200_GPU = GPU(
     hbm_bytes_per_s=8e12,
     hbm_bytes=186 * 10**9,
     source=(
-        "NVIDIA GB200 NVL72 data sheet (2024), per GB200 superchip (one Grace, two Blackwell GPUs): "
-        "FP4 40 PFLOPS, FP8 20 PFLOPS, FP16/BF16 10 PFLOPS (with sparsity), up to 372GB HBM3e, "
-        "16TB/s; per rack 72 GPUs, 13.4TB HBM3e, 576TB/s, NVLink 130TB/s"
+        "NVIDIA GB200 NVL72 specifications (NVIDIA GB200 NVL72 page, per Blackwell GPU): FP4 "
+        "Tensor Core 20 PFLOPS, FP8/FP6 10 PFLOPS, FP16/BF16 5 PFLOPS (all with sparsity; dense "
+        "is half: 2.5 PFLOPS BF16), 186GB HBM3E, 8TB/s; per rack 72 GPUs, up to 576TB/s, "
+        "NVLink 130TB/s"
     ),
 )
 # name -> (dense FP8, dense FP4) FLOP/s, half the sheets' sparse figures

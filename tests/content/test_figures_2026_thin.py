@@ -53,3 +53,26 @@ def test_padding_waste_by_hand() -> None:
     lengths = (120, 250, 400, 600, 900, 1200, 1600, 2000)
     assert sum(lengths) == 7070
     assert FIGURES["thin_batch_pad_waste"] == f"{1 - 7070 / 16000:.1%}"
+
+
+def test_the_naive_loop_on_an_h100_is_a_few_times_slower_not_two_thousand() -> None:
+    figures = FIGURES
+    # The first cache-less step is a 2,000-token prefill: 29.0 TFLOP / 989 TFLOPS = 29.3 ms, above
+    # the 4.48 ms weight read, so compute-bound.
+    assert figures["thin_naive_prefill_tflop_2000"] == "29.0 TFLOP"
+    assert thin.naive_step_seconds(LLAMA3_8B, 2000) == LLAMA3_8B.prefill_flops(2000) / 989e12
+    assert figures["thin_naive_step_ms_first"] == "29.3 ms"
+    # The cached step reads 15.01 GB of weights and 2,000 x 128 KiB = 262,144,000 B of cache at
+    # 3.35 TB/s: 4.56 ms. The ratio is 6.4x where the work ratio is 2,001x.
+    assert LLAMA3_8B.kv_bytes(2000) == 262_144_000
+    assert (
+        thin.cached_step_seconds(LLAMA3_8B, 2000) == (LLAMA3_8B.decode_read_bytes() + 262_144_000) / 3.35e12
+    )
+    assert figures["thin_naive_cached_step_ms_first"] == "4.56 ms"
+    assert figures["thin_naive_time_ratio_first"] == "6.4x"
+    assert figures["thin_naive_time_ratio_last"] == "8.1x"  # 36.9 ms against 4.58 ms at 2,499
+    # A short prefill is bound by the weight read instead: 10 tokens cannot take less than 4.48 ms.
+    assert thin.naive_step_seconds(LLAMA3_8B, 10) == LLAMA3_8B.decode_read_bytes() / 3.35e12
+    # The whole answer: 500 naive steps against one prefill and 499 cached steps.
+    assert (figures["thin_naive_total_s"], figures["thin_naive_cached_total_s"]) == ("16.5 s", "2.31 s")
+    assert figures["thin_naive_total_ratio"] == "7.2x"
