@@ -77,26 +77,37 @@ def failing_cases(slugs: list[str] | None = None, with_passing: bool = False) ->
     return found
 
 
-def sweep_case(case: SweepCase, seeds: range) -> Outcome:
-    """Grade one case on every seed; which seeds it passed on, which lacked its diagnosis."""
+def grade_in_process(slug: str, path: Path, seed: int) -> Any:
+    """The battery's report for the code at `path` on `seed`, graded in this process; None when the
+    code cannot load or lacks the entry point (an error verdict on every seed, never a pass)."""
     from graders.checks import load_check
     from graders.sandbox.inprocess import InProcessLink
     from graders.sandbox.protocol import LoadError
 
-    check = load_check(case.slug)
-    code = case.path.read_text()
+    check = load_check(slug)
+    try:
+        session = InProcessLink(path.read_text(), filename=path.name)
+    except LoadError:
+        return None
+    if not session.has(check.ENTRY_POINT):
+        return None
+    return check.run(session, seed=seed)
+
+
+Grade = Callable[[str, Path, int], Any]
+
+
+def sweep_case(case: SweepCase, seeds: range, grade: Grade = grade_in_process) -> Outcome:
+    """Grade one case on every seed; which seeds it passed on, which lacked its diagnosis.
+    `grade` is grade_in_process or one that remembers its reports (the suite's, shared by tests)."""
     outcome = Outcome(case, len(seeds))
     for seed in seeds:
         try:
-            session = InProcessLink(code, filename=case.path.name)
-        except LoadError:
-            return outcome  # it cannot load: an error verdict on every seed, never a pass
-        if not session.has(check.ENTRY_POINT):
-            return outcome
-        try:
-            report = check.run(session, seed=seed)
+            report = grade(case.slug, case.path, seed)
         except Exception as exc:  # noqa: BLE001 - the sweep reports a battery that crashed, and goes on
             outcome.crashed = f"seed {seed}: {type(exc).__name__}: {exc}"
+            return outcome
+        if report is None:
             return outcome
         passed = bool(report.tests) and all(t.passed for t in report.tests)
         if case.must_pass:

@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from graders.checks import CHALLENGE_MODULES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,3 +90,11 @@ def golden_cases() -> list[Case]:
     for slug in sorted(CHALLENGE_MODULES):
         cases += [Case(slug, CHALLENGES / slug / "solution.py"), Case(slug, CHALLENGES / slug / "starter.py")]
     return cases
+
+
+def hints_of(slug: str) -> dict[str, str]:
+    """The challenge's hint per named mistake (challenge.yaml's mistake_hints)."""
+    from app.content.challenges import ChallengeMeta
+
+    meta = ChallengeMeta.model_validate(yaml.safe_load((CHALLENGES / slug / "challenge.yaml").read_text()))
+    return dict(meta.mistake_hints)

@@ -1,19 +1,48 @@
 """The seed sweep (graders/sweep.py, `kvprep sweep`): CI's fixed handful of its seeds, and the
-command itself. The full 200 seeds run with `kvprep sweep` before a battery change is done."""
+command itself. The full 200 seeds run with `kvprep sweep` before a battery change is done.
+
+And each golden mistake's own hint, from the same seed-0 reports: grading every golden case is
+most of this file's time, so it is done once (a file's tests share one pytest-xdist process)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
-from graders.sweep import CHALLENGES, SweepCase, failing_cases, format_outcome, main, sweep_case
+from app.services.mistake_hints import with_mistake_hints
+from graders.checks import CHALLENGE_MODULES
+from graders.mistakes import mistakes_in, named_mistakes
+from graders.sweep import (
+    CHALLENGES,
+    SweepCase,
+    failing_cases,
+    format_outcome,
+    grade_in_process,
+    main,
+    sweep_case,
+)
+from tests.graders.golden import Case, golden_cases, hints_of
 
 CI_SEEDS = (0, 1, 2, 14, 82)  # 14 and 82 once let a right answer fail a too-tight test
+_SEED_ZERO: dict[tuple[str, Path], Any] = {}
+
+
+def graded(slug: str, path: Path, seed: int) -> Any:
+    """grade_in_process, remembering seed 0's reports for the hint test below."""
+    if seed != 0:
+        return grade_in_process(slug, path, seed)
+    key = (slug, path.resolve())
+    if key not in _SEED_ZERO:
+        _SEED_ZERO[key] = grade_in_process(slug, path, seed)
+    return _SEED_ZERO[key]
 
 
 @pytest.mark.parametrize("case", failing_cases(with_passing=True), ids=lambda c: c.id)
 def test_every_golden_case_on_the_ci_seeds(case: SweepCase) -> None:
     for seed in CI_SEEDS:
-        outcome = sweep_case(case, range(seed, seed + 1))
+        outcome = sweep_case(case, range(seed, seed + 1), graded)
         assert outcome.crashed is None, outcome.crashed
         assert not outcome.passed_on and not outcome.failed_on, format_outcome(outcome)
         assert not outcome.unnamed_on, format_outcome(outcome)
@@ -32,3 +61,37 @@ def test_the_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert "golden mistakes x 2 seeds" in out and "0 pass on some seed" in out and "0 failing" in out
     assert main(["--challenge", "no-such-challenge"]) == 2
     assert main(["--seeds", "0"]) == 2
+
+
+def own_mistakes(case: Case) -> set[str]:
+    """The ids whose sentence holds one of the case's `# diagnosis:` phrases (none for a case whose
+    phrase is in a test's message only, such as 'your code raised NotImplementedError')."""
+    _, phrases = case.expected()
+    return {m for m, sentence in named_mistakes(case.slug).items() if any(p in sentence for p in phrases)}
+
+
+@pytest.mark.parametrize("slug", sorted(CHALLENGE_MODULES))
+def test_each_golden_mistake_shows_its_own_hint(slug: str) -> None:
+    hints = hints_of(slug)
+    checked: list[str] = []
+    firsts = 0
+    for case in golden_cases():
+        expect, _ = case.expected()
+        own = own_mistakes(case) if case.slug == slug and expect == "failed" else set()
+        if not own or case.outside_only:
+            continue
+        report = graded(slug, case.path, 0)  # a seed of the sweep (kvprep sweep names every mistake on 0-199)
+        assert report is not None, f"{case.id}: did not load"
+        result = {"challenge": slug, "verdict": "failed", "tests": [], "diagnosis": report.diagnosis}
+        shown = with_mistake_hints(result, hints).get("mistake_hints", [])
+        assert shown, f"{case.id}: no mistake hint for the diagnosis {report.diagnosis}"
+        # The first hint is the first named mistake's; a case that also trips another mistake the
+        # battery names earlier (moe-routing's capacity_renormalised) shows its own right after.
+        assert shown[0]["mistake"] == mistakes_in(slug, report.diagnosis)[0]
+        assert own & {h["mistake"] for h in shown}, f"{case.id}: no hint for {own} among {shown}"
+        assert all(h["hint"] == hints[h["mistake"]] for h in shown)
+        firsts += shown[0]["mistake"] in own
+        checked.append(case.id)
+    assert checked, f"{slug}: no golden case names a known mistake"
+    # Most cases make one mistake, and then it is the one whose hint comes first.
+    assert firsts * 2 > len(checked), f"{slug}: own hint first in only {firsts} of {len(checked)} cases"
