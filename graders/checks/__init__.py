@@ -39,6 +39,7 @@ CHALLENGE_MODULES = {
     "int4-weight-matmul": "graders.checks.int4_weight_matmul",
     "beam-search": "graders.checks.beam_search",
     "mla-decode": "graders.checks.mla_decode",
+    "llama-block-decode": "graders.checks.llama_block_decode",
 }
 
 __all__ = ["CHALLENGE_MODULES", "CheckReport", "load_check"]

@@ -100,7 +100,9 @@ def project(
     return apply_rope(q, positions, base), apply_rope(k, positions, base), v
 
 
-def _extend(cache: dict[str, Any] | None, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _extend(
+    cache: dict[str, Any] | None, k: torch.Tensor, v: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     if cache:
         k = torch.cat([cache["k"], k], dim=-2)  # (B, H_kv, S, hd)
         v = torch.cat([cache["v"], v], dim=-2)  # (B, H_kv, S, hd)
