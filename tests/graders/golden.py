@@ -49,6 +49,7 @@ STARTER_DIAGNOSIS: dict[str, list[str]] = {
     "int4-weight-matmul": ["your code raised NotImplementedError"],
     "beam-search": ["your code raised NotImplementedError"],
     "mla-decode": ["your code raised NotImplementedError"],
+    "llama-block-decode": ["your code raised NotImplementedError"],
 }
 
 
