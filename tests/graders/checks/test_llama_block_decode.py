@@ -63,10 +63,7 @@ def test_the_solution_passes_cleanly_on_fresh_inputs() -> None:
 def test_the_starter_fails_every_test_without_crashing_the_grader_or_being_told_of_mistakes() -> None:
     report, _ = run(check, (CHALLENGE / "starter.py").read_text(), seed=0)
     assert report.tests and not any(t.passed for t in report.tests)
-    assert all("NotImplementedError" in t.message for t in report.tests[:-1]) and report.tests[-1].message
-    assert report.diagnosis == [
-        variants.NO_VALUE_ERROR
-    ]  # the one test a NotImplementedError can fail by name
+    assert all("NotImplementedError" in t.message for t in report.tests) and not report.diagnosis
 
 
 def test_a_hugging_face_style_answer_with_sdpa_and_no_repeat_passes() -> None:
