@@ -13,6 +13,7 @@ from graders.examples.kernels import (
     ROPE_CACHED_ATTENTION,
     TILED_ATTENTION,
 )
+from graders.examples.llama import LLAMA_BLOCK_DECODE
 from graders.examples.model import MLA_DECODE, MOE_ROUTING
 from graders.examples.prefix import RADIX_PREFIX_CACHE
 from graders.examples.processors import LOGITS_PROCESSORS
@@ -43,6 +44,7 @@ RUN_SPECS: dict[str, RunSpec] = {
         INT4_WEIGHT_MATMUL,
         BEAM_SEARCH,
         MLA_DECODE,
+        LLAMA_BLOCK_DECODE,
     )
 }
 

@@ -53,6 +53,7 @@ WRONG: dict[str, tuple[str, str]] = {
         "hypotheses [prompt | generated] final score: the first difference is at row",
     ),
     "mla-decode": ("scale_nope", "y on the prompt (B, prompt, d) differs by up to"),
+    "llama-block-decode": ("gqa_modulo", "Likely cause: query heads read the wrong kv heads"),
 }
 
 # A custom input breaking a rule between parameters, per challenge that has one: (input, parameter named).
@@ -71,6 +72,7 @@ BROKEN_RULES: dict[str, tuple[dict[str, object], str]] = {
     "int4-weight-matmul": ({"K": 12, "group_size": 8}, "K"),
     "beam-search": ({"vocab": 4, "eos_id": 5}, "eos_id"),
     "mla-decode": ({"d_rope": 5}, "d_rope"),
+    "llama-block-decode": ({"n_heads": 6, "n_kv_heads": 4}, "n_kv_heads"),
 }
 
 
