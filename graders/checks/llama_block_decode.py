@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
 import torch
 
-from graders.checks.attention_common import Evidence, Variant, compare, describe, submission_context
+from graders.checks.attention_common import Evidence, Variant, compare, submission_context
 from graders.checks.llama_block_decode_variants import (
     CACHE_AFTER_REPEAT,
     CACHE_MISTAKES,
@@ -36,7 +36,7 @@ from graders.checks.llama_block_decode_variants import (
     llama_layer,
 )
 from graders.checks.report import CheckReport, Mismatch, close, run_test
-from graders.checks.rope_common import DEFAULT_BASE
+from graders.checks.rope_common import DEFAULT_BASE, cache_tensor, call_layer
 from graders.checks.serving_common import Rng
 from graders.reference.gqa import repeat_kv
 from graders.reference.llama import DEFAULT_EPS, LlamaDims, llama_block, random_weights
@@ -117,24 +117,6 @@ class _Sequence:
 # --- one call -------------------------------------------------------------------------------------
 
 
-def _pair(got: Any, what: str) -> tuple[Any, Any]:
-    if not isinstance(got, tuple | list) or len(got) != 2:
-        raise Mismatch(f"{what} should return a pair (y, cache), got {describe(got)}")
-    return got[0], got[1]
-
-
-def cache_entry(cache: Any, key: str, what: str) -> Any:
-    if not isinstance(cache, dict):
-        raise Mismatch(f"{what}'s cache should be a dict with 'k' and 'v', got {describe(cache)}")
-    if key not in cache:
-        have = ", ".join(repr(k) for k in cache) or "nothing"
-        raise Mismatch(
-            f"{what}'s cache has no {key!r} entry (it holds {have}): the cache is "
-            "{'k': the rotated keys (B, H_kv, S, hd), 'v': the values (B, H_kv, S, hd)}"
-        )
-    return cache[key]
-
-
 def _cache_variants(
     outs: dict[str, Any], y: torch.Tensor, key: str, want: torch.Tensor, n: int, n_rep: int
 ) -> list[Variant]:
@@ -177,18 +159,12 @@ def _one_call(
     """Call the submission on tokens s..s+n over the true past; compare y, record the cache's."""
     x = seq.x[:, s : s + n]
     past = {key: value.float() for key, value in seq.past(s).items()}
-    cache: Any = past if s > 0 else {"none": None, "empty": {}, "omit": None}[how.first_cache]
-    args, kwargs = call_args(seq, x, cache, how, s == 0)
+    given: Any = past if s > 0 else {"none": None, "empty": {}, "omit": None}[how.first_cache]
+    args, kwargs = call_args(seq, x, given, how, s == 0)
     with submission_context(f"{what}: x {tuple(x.shape)} with {s} positions cached"):
         got = session.call(ENTRY_POINT, *args, **kwargs)
-    y, got_cache = _pair(got, what)
-    outs: dict[str, Any] | None = None
-
-    def variants() -> dict[str, Any]:
-        nonlocal outs
-        outs = seq.variants(s, n) if outs is None else outs
-        return outs
-
+    y, got_cache = call_layer(got, what)
+    variants = cache(partial(seq.variants, s, n))  # computed once, and only on a mismatch
     y_cmp = compare(
         y,
         seq.y[:, s : s + n],
@@ -200,7 +176,7 @@ def _one_call(
         want = full[:, :, : s + n]
         label = f"{what}, cache[{key!r}] (B, H_kv, S_past + T, hd)"
         wrong = partial(lambda k, w: _cache_variants(variants(), y_cmp.tensor, k, w, n, n_rep), key, want)
-        cache_ev.add(compare(cache_entry(got_cache, key, what), want, label, wrong))
+        cache_ev.add(compare(cache_tensor(got_cache, key, what), want, label, wrong))
     return y_cmp
 
 
@@ -243,7 +219,7 @@ def _changed_cache_test(session: SubmissionLink, report: CheckReport, seq: _Sequ
     cache = {key: value.float() for key, value in changed.items()}
     with submission_context(f"one token on a {prompt}-token cache"):
         got = session.call(ENTRY_POINT, x, seq.weights, d.n_heads, d.n_kv_heads, cache, base=seq.base)
-    result = compare(_pair(got, "the call")[0], want, "y over the changed cache")
+    result = compare(call_layer(got, "the call")[0], want, "y over the changed cache")
     if result.ok:
         return
     if close(result.tensor, seq.y[:, prompt : prompt + 1]):
