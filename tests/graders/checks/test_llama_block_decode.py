@@ -145,25 +145,15 @@ def test_a_cache_with_other_keys_is_refused_in_words() -> None:
     )
 
 
-@pytest.mark.parametrize(
-    "code",
-    [
-        "def llama_block(x, weights, n_heads, n_kv_heads, cache=None, base=10000.0, eps=1e-5):\n    return x\n",
-        "def llama_block(x, weights, n_heads, n_kv_heads, cache=None, base=10000.0, eps=1e-5):\n"
-        "    return x, None\n",
-        "def llama_block(x, weights, n_heads, n_kv_heads, cache=None, base=10000.0, eps=1e-5):\n"
-        "    return x, {'k': 1, 'v': 2}\n",
-    ],
-)
-def test_odd_answers_fail_with_a_message(code: str) -> None:
-    assert_fails_with_messages(check, code)
+SIGNATURE = "def llama_block(x, weights, n_heads, n_kv_heads, cache=None, base=10000.0, eps=1e-5):"
+
+
+@pytest.mark.parametrize("body", ["return x", "return x, None", "return x, {'k': 1, 'v': 2}"])
+def test_odd_answers_fail_with_a_message(body: str) -> None:
+    assert_fails_with_messages(check, f"{SIGNATURE}\n    {body}\n")
 
 
 def test_each_run_draws_fresh_inputs_unless_seeded() -> None:
-    code = SOLUTION.replace(
-        "def llama_block(x, weights, n_heads, n_kv_heads, cache=None, base=10000.0, eps=1e-5):",
-        "SEEN = []\n\n\ndef llama_block(x, weights, n_heads, n_kv_heads, cache=None, base=10000.0, eps=1e-5):\n"
-        "    SEEN.append(x.sum().item())",
-    )
+    code = SOLUTION.replace(SIGNATURE, f"SEEN = []\n\n\n{SIGNATURE}\n    SEEN.append(x.sum().item())")
     a, b, c, d = seen_per_seed(check, code)
     assert a != b and c == d
