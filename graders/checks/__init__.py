@@ -40,6 +40,7 @@ CHALLENGE_MODULES = {
     "beam-search": "graders.checks.beam_search",
     "mla-decode": "graders.checks.mla_decode",
     "tensor-parallel-attention": "graders.checks.tensor_parallel_attention",
+    "llama-block-decode": "graders.checks.llama_block_decode",
 }
 
 __all__ = ["CHALLENGE_MODULES", "CheckReport", "load_check"]

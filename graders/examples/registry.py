@@ -13,6 +13,7 @@ from graders.examples.kernels import (
     ROPE_CACHED_ATTENTION,
     TILED_ATTENTION,
 )
+from graders.examples.llama import LLAMA_BLOCK_DECODE
 from graders.examples.model import MLA_DECODE, MOE_ROUTING
 from graders.examples.parallel import TENSOR_PARALLEL_ATTENTION
 from graders.examples.prefix import RADIX_PREFIX_CACHE
@@ -45,6 +46,7 @@ RUN_SPECS: dict[str, RunSpec] = {
         BEAM_SEARCH,
         MLA_DECODE,
         TENSOR_PARALLEL_ATTENTION,
+        LLAMA_BLOCK_DECODE,
     )
 }
 

@@ -52,6 +52,7 @@ STARTER_DIAGNOSIS: dict[str, list[str]] = {
     "beam-search": ["your code raised NotImplementedError"],
     "mla-decode": ["your code raised NotImplementedError"],
     "tensor-parallel-attention": ["your code raised NotImplementedError"],
+    "llama-block-decode": ["your code raised NotImplementedError"],
 }
 
 

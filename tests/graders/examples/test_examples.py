@@ -57,6 +57,7 @@ WRONG: dict[str, tuple[str, str]] = {
         "whole_block_columns",
         "w_qkv_r of every rank, stacked (W, d, 3d/W) differs",
     ),
+    "llama-block-decode": ("gqa_modulo", "Likely cause: query heads read the wrong kv heads"),
 }
 
 # A custom input breaking a rule between parameters, per challenge that has one: (input, parameter named).
@@ -76,6 +77,7 @@ BROKEN_RULES: dict[str, tuple[dict[str, object], str]] = {
     "beam-search": ({"vocab": 4, "eos_id": 5}, "eos_id"),
     "mla-decode": ({"d_rope": 5}, "d_rope"),
     "tensor-parallel-attention": ({"d": 24, "n_heads": 6, "world_size": 4}, "n_heads"),
+    "llama-block-decode": ({"n_heads": 6, "n_kv_heads": 4}, "n_kv_heads"),
 }
 
 
