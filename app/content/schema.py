@@ -72,8 +72,12 @@ class Card(CardFrontMatter):
     notes: str = ""
     path: str  # relative to the bank's root, for error messages and the "edit this card" link
 
-    def search_text(self) -> str:
-        parts = [self.title, self.question, *self.key_points, *self.tags]
+    def answer_text(self) -> str:
+        """Everything a card says beyond its title and question: key points, tags, follow-ups."""
+        parts = [*self.key_points, *self.tags]
         parts += [f.question + " " + f.answer for f in self.follow_ups]
         parts += [w.answer + " " + w.why for w in self.wrong_answers]
         return "\n".join(parts)
+
+    def search_text(self) -> str:
+        return "\n".join([self.title, self.question, self.answer_text()])

@@ -13,7 +13,11 @@ target_metadata = SQLModel.metadata
 
 
 def run_migrations_offline() -> None:
-    context.configure(url=config.get_main_option("sqlalchemy.url"), target_metadata=target_metadata)
+    context.configure(
+        url=config.get_main_option("sqlalchemy.url"),
+        target_metadata=target_metadata,
+        include_name=app.models.include_name,
+    )
     with context.begin_transaction():
         context.run_migrations()
 
@@ -28,6 +32,7 @@ def run_migrations_online() -> None:
             connection=connection,
             target_metadata=target_metadata,
             render_as_batch=connection.dialect.name == "sqlite",
+            include_name=app.models.include_name,
         )
         with context.begin_transaction():
             context.run_migrations()

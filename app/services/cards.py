@@ -1,4 +1,4 @@
-"""Queries over cards: filters, full-text search and paging, shared by pages and the API."""
+"""Queries over cards: filters, search (ranked by card_search) and paging, shared by pages and the API."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from sqlmodel import Session, col, select
 from sqlmodel.sql.expression import Select, SelectOfScalar
 
 from app.models import Card, CardPublic, CardSummary, Topic
+from app.services.card_search import relevance
 
 MAX_QUERY_TERMS = 8
 
@@ -61,12 +62,24 @@ def _study_order(query: Query) -> Query:
     )
 
 
+def _listed_order(session: Session, query: Query, filters: CardFilter) -> Query:
+    """A search's cards by relevance (the database's full-text rank), ties in study order;
+    a list without a search in study order."""
+    found = relevance(session=session, terms=search_terms(filters.q))
+    if found is not None:
+        query = query.outerjoin(found, found.c.card_id == col(Card.id)).order_by(
+            func.coalesce(found.c.score, 0).desc()
+        )
+    return _study_order(query)
+
+
 def list_cards(
     *, session: Session, filters: CardFilter, page: int = 1, page_size: int = 20
 ) -> tuple[list[Card], int]:
     query = _filtered(select(Card), filters)
     total = session.exec(select(func.count()).select_from(query.subquery())).one()
-    rows = session.exec(_study_order(query).offset((page - 1) * page_size).limit(page_size)).all()
+    ordered = _listed_order(session, query, filters)
+    rows = session.exec(ordered.offset((page - 1) * page_size).limit(page_size)).all()
     return list(rows), int(total)
 
 
@@ -86,7 +99,7 @@ class Neighbours:
 
 def neighbours(*, session: Session, filters: CardFilter, card_id: str) -> Neighbours | None:
     """The card's place among the cards `filters` lists, or None when it is not one of them."""
-    query = _study_order(_filtered(select(Card.id, Card.title), filters))
+    query = _listed_order(session, _filtered(select(Card.id, Card.title), filters), filters)
     rows = session.exec(query).all()
     ids = [row[0] for row in rows]
     if card_id not in ids:

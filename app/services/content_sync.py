@@ -18,6 +18,7 @@ from sqlmodel import Session, select
 from app.content.loader import Bank, load_bank
 from app.content.schema import Card as CardFile
 from app.models import Card, Topic, utcnow
+from app.services.card_search import indexed_count, rebuild_index
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,11 @@ def sync_bank(*, session: Session, bank: Bank) -> SyncReport:
             row.retired = True
             row.updated_at = utcnow()
             retired += 1
+    # The search index follows the cards; rebuilt whole also when it lost rows (a restored
+    # database, a table emptied by hand) or was never filled (the migration adds it empty).
+    changed = added or updated or retired
+    if changed or indexed_count(session=session) != len(bank.cards):
+        rebuild_index(session=session, cards=bank.cards)
     session.commit()
     return SyncReport(added, updated, retired, unchanged)
 

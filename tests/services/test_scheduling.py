@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
@@ -53,7 +54,7 @@ def test_each_rating_moves_the_due_date_as_fsrs_says(db: Session, settings: Sett
 
 def test_ratings_order_the_due_dates_and_a_lapse_is_counted(db: Session, settings: Settings) -> None:
     user = make_user(db, email="a@example.com")
-    preview = scheduling.preview(progress=None, user=user, settings=settings, now=NOW)
+    preview = scheduling.preview(progress=None, card_id=CARD, user=user, settings=settings, now=NOW)
     dues = {rating: preview[scheduling.RATING_NAMES[rating]] for rating in Rating}
     assert dues[Rating.Again] < dues[Rating.Hard] < dues[Rating.Good] < dues[Rating.Easy]
     assert dues[Rating.Again] - NOW == timedelta(minutes=1)  # the first learning step
@@ -243,31 +244,58 @@ def test_mastery_grows_with_stability_and_fades_when_overdue(db: Session, settin
     assert scheduling.card_mastery(progress=None, scheduler=scheduler, now=NOW, horizon_days=7) == 0
 
 
-def test_the_rating_buttons_say_the_range_fuzz_can_pick() -> None:
-    # A new card rated Easy was said to be due in "8 days" and came back in 7, 8, 10 or 10: the
-    # button now says the range, and every fuzzed review lands inside it.
-    fuzzed = Scheduler(enable_fuzzing=True)
+def test_the_rating_buttons_say_the_interval_the_review_stores(db: Session, settings: Settings) -> None:
+    # Easy on a new card said "8 days" and the cards came back in 7, 8, 10 and 10 (fuzz): the
+    # fuzz is now drawn from a seed per user, card and review, so the button's figure is the one
+    # the review stores, on the first review and on the next ones.
+    fuzzed = settings.model_copy(update={"fsrs_fuzzing": True})
+    user = make_user(db, email="a@example.com")
+    cards = [c.id for c in db.exec(scheduling.live_cards()).all()][:24]
+    first_intervals = set()
+    for card_id in cards:
+        now = NOW
+        for rating in (Rating.Easy, Rating.Good, Rating.Good):
+            progress = scheduling.get_progress(session=db, user_id=user.id, card_id=card_id)  # type: ignore[arg-type]
+            shown = scheduling.preview_text(
+                progress=progress, card_id=card_id, user=user, settings=fuzzed, now=now
+            )
+            due = scheduling.preview(progress=progress, card_id=card_id, user=user, settings=fuzzed, now=now)
+            stored = scheduling.review_card(
+                session=db,
+                user=user,
+                card_id=card_id,
+                rating=rating,
+                source="recall",
+                settings=fuzzed,
+                now=now,
+            )
+            name = scheduling.RATING_NAMES[rating]
+            assert stored.due == due[name], (card_id, rating)
+            assert shown[name] == scheduling.humanize_interval(stored.due, now)
+            if rating == Rating.Easy:
+                first_intervals.add((stored.due - now).days)
+                assert re.fullmatch(r"\d+ days", shown[name]), shown
+            now = stored.due
+    # Fuzz still spreads cards learned together over several days.
+    assert len(first_intervals) >= 3, first_intervals
+
+
+def test_the_seeded_fuzz_stays_in_fsrs_range() -> None:
+    """Over many seeds, the days drawn are the days fsrs's own fuzz draws (same range, all used)."""
     exact = Scheduler(enable_fuzzing=False)
+    fuzzed = Scheduler(enable_fuzzing=True)
+    seeded = scheduling.SeededScheduler(enable_fuzzing=True)
     for rating in (Rating.Good, Rating.Easy):
         card = FsrsCard(due=NOW)
         for _ in range(3):  # a few reviews in, so the intervals reach weeks
             planned = exact.review_card(card, rating, review_datetime=card.due)[0]
-            interval = (planned.due - card.due).days
-            spread = scheduling.fuzz_range_days(interval, exact.maximum_interval)
-            if interval >= 3:
-                assert (
-                    spread is not None and spread[0] < interval < spread[1] or spread == (interval, interval)
+            theirs, ours = set(), set()
+            for seed in range(300):
+                random.seed(seed)
+                theirs.add(
+                    (fuzzed.review_card(card, rating, review_datetime=card.due)[0].due - card.due).days
                 )
-                landed = set()
-                for seed in range(200):
-                    random.seed(seed)
-                    got = fuzzed.review_card(card, rating, review_datetime=card.due)[0]
-                    landed.add((got.due - card.due).days)
-                assert spread is not None and min(landed) >= spread[0] and max(landed) <= spread[1], (
-                    interval,
-                    spread,
-                    sorted(landed),
-                )
-                assert len(landed) > 1  # fuzz really spreads it: one figure would be wrong
+                seeded.fuzz_seed = str(seed)
+                ours.add((seeded.review_card(card, rating, review_datetime=card.due)[0].due - card.due).days)
+            assert ours == theirs, (planned.due - card.due, sorted(ours), sorted(theirs))
             card = planned
-    assert scheduling.fuzz_range_days(2, 36500) is None

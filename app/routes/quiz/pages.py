@@ -218,7 +218,7 @@ def _item_page(
     previews: dict[str, str] = {}
     if item.kind == QuestionKind.RECALL and quizzes.item_state(item) == QuizItemState.REVEALED:
         progress = get_progress(session=session, user_id=user.id, card_id=card.id)
-        previews = preview_text(progress=progress, user=user, settings=settings, now=now)
+        previews = preview_text(progress=progress, card_id=card.id, user=user, settings=settings, now=now)
     topic = get_topic(session=session, slug=card.topic)
     return templates.TemplateResponse(
         request,

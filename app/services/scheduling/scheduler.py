@@ -9,8 +9,10 @@ shown at least once by then. Days are UTC days.
 
 from __future__ import annotations
 
+import hashlib
+import random
 from collections.abc import Sequence
-from datetime import UTC, datetime, time
+from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
 from fsrs import Card as FsrsCard
@@ -60,14 +62,48 @@ def parameters_for(user: User) -> tuple[float, ...]:
     return tuple(DEFAULT_PARAMETERS)
 
 
-def scheduler_for(*, user: User, settings: Settings, now: datetime, fuzz: bool | None = None) -> Scheduler:
+class SeededScheduler(Scheduler):
+    """fsrs's Scheduler with its fuzz drawn from `fuzz_seed` instead of the process's `random`.
+
+    fsrs spreads an interval of 3 days or more over a range that widens with it, so that cards
+    learned together do not come due together. Drawn from a seed per (user, card, review), the
+    rating buttons can show the day the review will store: the preview and the review draw alike.
+    The range is fsrs's own (Scheduler._get_fuzzed_interval, fsrs 6): 15% of the part of the
+    interval between 2.5 and 7 days, 10% up to 20, 5% beyond, plus a day either side.
+    """
+
+    fuzz_seed: str = ""
+
+    def _get_fuzzed_interval(self, *, interval: timedelta) -> timedelta:
+        interval_days = interval.days
+        if interval_days < 2.5:
+            return interval
+        delta = 1.0 + sum(
+            r["factor"] * max(min(float(interval_days), r["end"]) - r["start"], 0.0) for r in FUZZ_RANGES
+        )
+        high = min(round(interval_days + delta), self.maximum_interval)
+        low = min(max(2, round(interval_days - delta)), high)
+        draw = random.Random(self.fuzz_seed).random()
+        return timedelta(days=min(round(draw * (high - low + 1) + low), self.maximum_interval))
+
+
+def fuzz_seed(user: User, card_id: str, progress: CardProgress | None) -> str:
+    """One seed per user, card and review (the card's review count): a preview shown before a
+    review and the review itself draw the same fuzz; the next review draws afresh."""
+    reps = 0 if progress is None else progress.reps
+    return hashlib.sha256(f"{user.id}:{card_id}:{reps}".encode()).hexdigest()
+
+
+def scheduler_for(
+    *, user: User, settings: Settings, now: datetime, fuzz: bool | None = None
+) -> SeededScheduler:
     """The user's FSRS scheduler: their parameters and retention target; no interval past their interview."""
     maximum_interval = 36500
     days = days_to_interview(user, now)
     if days is not None:
         # A card reviewed today comes back by the day before the interview (on it, if that is tomorrow).
         maximum_interval = max(1, days - 1)
-    return Scheduler(
+    return SeededScheduler(
         parameters=parameters_for(user),
         desired_retention=retention_for(user, settings),
         maximum_interval=maximum_interval,
@@ -182,6 +218,7 @@ def review_cards(
         if progress is None:
             progress = CardProgress(user_id=user.id, card_id=card_id, due=now)
         was_review = progress.state == int(State.Review)
+        scheduler.fuzz_seed = fuzz_seed(user, card_id, progress)
         card, _log = scheduler.review_card(to_fsrs(progress, now), rating, review_datetime=now)
         _store(progress, card)
         progress.reps += 1
@@ -206,10 +243,11 @@ def review_cards(
 
 
 def preview(
-    *, progress: CardProgress | None, user: User, settings: Settings, now: datetime
+    *, progress: CardProgress | None, card_id: str, user: User, settings: Settings, now: datetime
 ) -> dict[str, datetime]:
-    """rating name -> the due date that rating would give (without fuzz), for the rating buttons."""
-    scheduler = scheduler_for(user=user, settings=settings, now=now, fuzz=False)
+    """rating name -> the due date that rating would give now: the one review_cards stores."""
+    scheduler = scheduler_for(user=user, settings=settings, now=now)
+    scheduler.fuzz_seed = fuzz_seed(user, card_id, progress)
     card = to_fsrs(progress, now)
     return {
         name: scheduler.review_card(card, rating, review_datetime=now)[0].due
@@ -217,40 +255,13 @@ def preview(
     }
 
 
-def fuzz_range_days(interval_days: int, maximum_interval: int) -> tuple[int, int] | None:
-    """The days a fuzzed review may land on, for an interval of `interval_days` before fuzz.
-
-    fsrs spreads an interval of 3 days or more over a range that widens with it (its FUZZ_RANGES:
-    15% of the part between 2.5 and 7 days, 10% up to 20, 5% beyond, plus a day); None where no
-    fuzz applies. The rating buttons show this range, so "8 days" never turns out to be 10."""
-    if interval_days < 2.5:
-        return None
-    delta = 1.0 + sum(
-        r["factor"] * max(min(float(interval_days), r["end"]) - r["start"], 0.0) for r in FUZZ_RANGES
-    )
-    high = min(round(interval_days + delta), maximum_interval)
-    low = min(max(2, round(interval_days - delta)), high)
-    # fsrs draws uniformly in [low, high + 1) and rounds, so high + 1 is reachable too.
-    return low, min(high + 1, maximum_interval)
-
-
 def preview_text(
-    *, progress: CardProgress | None, user: User, settings: Settings, now: datetime
+    *, progress: CardProgress | None, card_id: str, user: User, settings: Settings, now: datetime
 ) -> dict[str, str]:
-    """rating name -> what the button says: '10 min', '1 day', or '7-10 days' where fuzz spreads it."""
-    scheduler = scheduler_for(user=user, settings=settings, now=now, fuzz=False)
-    out: dict[str, str] = {}
-    for name, due in preview(progress=progress, user=user, settings=settings, now=now).items():
-        spread = (
-            fuzz_range_days((due - now).days, scheduler.maximum_interval) if settings.fsrs_fuzzing else None
-        )
-        if spread is None or spread[0] == spread[1]:
-            out[name] = humanize_interval(due, now)
-        elif spread[1] < 31:
-            out[name] = f"{spread[0]}-{spread[1]} days"
-        else:
-            out[name] = f"about {humanize_interval(due, now)}"
-    return out
+    """rating name -> what the button says ('10 min', '1 day', '9 days'): the interval the review
+    will store, fuzz included (the fuzz is drawn from the card's seed, as the review draws it)."""
+    due_by_rating = preview(progress=progress, card_id=card_id, user=user, settings=settings, now=now)
+    return {name: humanize_interval(due, now) for name, due in due_by_rating.items()}
 
 
 def humanize_interval(due: datetime, now: datetime) -> str:
