@@ -30,6 +30,7 @@ from app.models import CardPage, CardPublic, User
 from app.pages import guest_cached
 from app.personal_views import personal_page
 from app.routes.calculator import calculator_url
+from app.routes.refusals import refusals
 from app.services.card_status import NEW, CardStanding, standings
 from app.services.cards import (
     CardFilter,
@@ -105,7 +106,7 @@ def api_list_cards(
     return CardPage(items=[to_summary(c) for c in rows], total=total, page=page, page_size=size)
 
 
-@router.get("/{card_id}", response_model=CardPublic)
+@router.get("/{card_id}", response_model=CardPublic, responses=refusals(NotFound))
 def api_get_card(card_id: str, session: SessionDep) -> CardPublic:
     card = get_card(session=session, card_id=card_id)
     if card is None:

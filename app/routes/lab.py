@@ -30,6 +30,7 @@ from app.lab.jobs import LabJobs, is_stale, own_run, recent_runs
 from app.lab.runner import SIZES
 from app.models import LabRun
 from app.routes.public import Public, Timestamp
+from app.routes.refusals import refusals
 from app.services.errors import NotFound, ServiceError
 from app.services.ratelimit import RateLimiter
 from app.web import templates
@@ -149,7 +150,12 @@ def api_list(session: SessionDep, settings: SettingsDep, user: Visitor) -> list[
     return [{k: v for k, v in run_json(r, settings).items() if k != "result"} for r in runs]
 
 
-@router.get("/runs/{run_id}", response_model=LabRunPublic, response_model_exclude_unset=True)
+@router.get(
+    "/runs/{run_id}",
+    response_model=LabRunPublic,
+    response_model_exclude_unset=True,
+    responses=refusals(NotFound),
+)
 def api_get(run_id: str, session: SessionDep, settings: SettingsDep, user: Visitor) -> dict[str, Any]:
     return run_json(_load_run(session, user.id, run_id), settings)
 
