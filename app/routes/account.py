@@ -34,7 +34,7 @@ from app.services.study_settings import (
     save_study_settings,
     study_form_for,
 )
-from app.validation import ApiModel
+from app.validation import ApiModel, IsoDate
 from app.web import templates
 
 router = APIRouter(prefix="/api/account", tags=["account"])
@@ -44,7 +44,7 @@ pages = APIRouter(prefix="/account", tags=["pages"], include_in_schema=False)
 # Study settings a user may change.
 class AccountSettings(ApiModel):
     desired_retention: float | None = Field(default=None, ge=0.7, le=0.99)
-    interview_date: date | None = None
+    interview_date: IsoDate | None = None
 
 
 # The body of DELETE /api/account: an account confirms with its password; a guest sends {}.

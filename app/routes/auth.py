@@ -56,6 +56,11 @@ class Credentials(ApiModel):
     password: str = Field(max_length=1024)
 
 
+# A sign-up's: the address as app/services/accounts.py checks it (surrounding spaces are trimmed).
+class SignupCredentials(Credentials):
+    email: str = Field(max_length=254, pattern=r"^\s*[^@\s]+@[^@\s]+\.[^@\s]+\s*$")
+
+
 def safe_next(target: str | None) -> str:
     """Only same-site paths: '/quiz' yes; 'https://evil.example', '//evil.example' no."""
     if target and target.startswith("/") and not target.startswith(("//", "/\\")):
@@ -156,7 +161,11 @@ def me(user: MaybeUser) -> dict[str, Any]:
 
 @router.post("/signup", status_code=201, response_model=Me, responses=refusals(Conflict, InvalidInput))
 def api_signup(
-    body: Credentials, request: Request, session: SessionDep, settings: SettingsDep, limiter: SignupLimiter
+    body: SignupCredentials,
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    limiter: SignupLimiter,
 ) -> dict[str, Any]:
     return me_json(do_signup(request, session, settings, limiter, body.email, body.password))
 

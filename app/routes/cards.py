@@ -52,7 +52,8 @@ router = APIRouter(prefix="/api/cards", tags=["cards"])
 pages = APIRouter(prefix="/cards", tags=["pages"], include_in_schema=False)
 
 DifficultyParam = Annotated[Difficulty | None, Query()]
-TopicParam = Annotated[str | None, Query(pattern=r"^[a-z0-9-]{1,80}$")]
+# Empty is allowed: app/security.py drops an empty query value (a form's "Any"), so `topic=` is no filter.
+TopicParam = Annotated[str | None, Query(pattern=r"^([a-z0-9-]{1,80})?$")]
 SearchParam = Annotated[str | None, Query(max_length=200)]
 PageParam = Annotated[int, Query(ge=1, le=10_000)]
 # Set on the list's links to a card: the card page's Previous/Next walk that list.

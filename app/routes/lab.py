@@ -52,8 +52,15 @@ EXPERIMENT_TITLES = {
 class LabRunCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    size: str = Field(default="full", description="full (GPT-2 small, the seed's figures) or tiny (seconds)")
-    experiments: list[str] = Field(default_factory=list, description="empty: every experiment")
+    # The names as enums for the document; the service checks them, with its own sentence.
+    size: str = Field(
+        default="full",
+        description="full (GPT-2 small, the seed's figures) or tiny (seconds)",
+        json_schema_extra={"enum": list(SIZES)},
+    )
+    experiments: list[Annotated[str, Field(json_schema_extra={"enum": list(EXPERIMENTS)})]] = Field(
+        default_factory=list, description="empty: every experiment"
+    )
 
 
 # A lab run: `error` only once it failed, `result` (every experiment's figures) only once done.
