@@ -26,6 +26,7 @@ from fastapi.dependencies.models import Dependant
 from fastapi.routing import iter_route_contexts
 from pydantic import BaseModel
 
+from app.config import Settings
 from app.deps import challenge_by_slug, current_user, find_user, submit_allowed, visitor
 from app.routes.mock.views import own_mock
 from app.routes.refusals import InvalidOrNotReady, Refusal, ValidationRefusal, refusals
@@ -121,8 +122,20 @@ def _amend_operation(
     operation["responses"] = dict(sorted(responses.items()))
 
 
+def _settings_bounds(components: dict[str, Any], settings: Settings) -> None:
+    """Bounds a deployment's settings decide, as the services check them: a sign-up's password
+    length (app/services/accounts.py), a quiz's size (app/services/quiz.py)."""
+    password = components.get("SignupCredentials", {}).get("properties", {}).get("password")
+    if password is not None:
+        password.update(minLength=settings.password_min_length, maxLength=settings.password_max_length)
+    size = components.get("QuizCreate", {}).get("properties", {}).get("size")
+    if size is not None:
+        size["maximum"] = settings.quiz_max_size
+
+
 def amend(document: dict[str, Any], app: FastAPI) -> dict[str, Any]:
     components: dict[str, Any] = document.setdefault("components", {}).setdefault("schemas", {})
+    _settings_bounds(components, app.state.settings)
     for route in iter_route_contexts(app.routes):
         dependant = getattr(route, "dependant", None)
         if dependant is None or not route.include_in_schema or route.path_format not in document["paths"]:
