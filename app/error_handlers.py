@@ -12,6 +12,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from app.cookie_session import STATIC_PREFIX
 from app.services.errors import InvalidInput, ServiceError, TooManyRequests, Unauthorized
@@ -35,14 +36,39 @@ def _validation_error(loc: list[str], message: str) -> list[dict[str, object]]:
     return [{"loc": loc, "msg": message, "type": "value_error"}]
 
 
+# The methods a 405's Allow header may name: every one some route of the app serves.
+ROUTED_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+
+
+def allowed_methods(request: Request) -> str:
+    """Every method some route serves at this path, as a 405's Allow header lists them (RFC 9110).
+
+    Starlette's own Allow names only the methods of the first route whose path matched, and a path
+    is often served by several routes (GET /api/account and DELETE /api/account): each method is
+    asked of every route, as the router would for a request sent with it.
+    """
+    routes = request.app.router.routes
+    allowed = [
+        method
+        for method in ROUTED_METHODS
+        if any(route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes)
+    ]
+    return ", ".join(allowed)
+
+
 async def http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
+    headers = exc.headers
+    if exc.status_code == 405:
+        headers = {**(headers or {}), "Allow": allowed_methods(request)}
     if _wants_html(request):
-        return _error_page(request, exc.status_code, str(exc.detail))
+        page = _error_page(request, exc.status_code, str(exc.detail))
+        page.headers.update(headers or {})
+        return page
     detail: object = exc.detail
     if exc.status_code == 422 and isinstance(detail, str):
         detail = _validation_error(["body"], detail)
-    return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=exc.headers)
+    return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=headers)
 
 
 async def service_error(request: Request, exc: Exception) -> Response:

@@ -24,6 +24,7 @@ from app.db import engine_for
 from app.error_handlers import add_error_handlers
 from app.lab.jobs import LabJobs
 from app.middleware import BodySizeLimit
+from app.openapi import install as document_refusals
 from app.pages import GuestPageShortcut
 from app.personal_views import ForgetPagesOnWrite, PersonalPageShortcut, forget_submitter
 from app.routes import ROUTERS
@@ -146,4 +147,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", HashedStaticFiles(manifest=static_assets), name="static")
     for router in ROUTERS:
         app.include_router(router)
+    document_refusals(app)
     return app

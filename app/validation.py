@@ -8,6 +8,7 @@ answer, email or code needs one: they are refused with 422 like any other invali
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Annotated, Any
 
 from fastapi import Path
@@ -60,6 +61,16 @@ Position = Annotated[int, Path(ge=0, le=MAX_ID)]
 BodyPosition = Annotated[int, Field(ge=0, le=MAX_ID)]
 # An optional choice a form or client may send as "" for "not set" (a select left on "Any").
 EmptyIsNone = BeforeValidator(_empty_is_none)
+
+
+def _date_text(value: Any) -> Any:
+    """A date in JSON is its ISO text, as the schema says: pydantic would read 0 as 1970-01-01."""
+    if not isinstance(value, str | date):
+        raise ValueError("Send the date as YYYY-MM-DD")
+    return value
+
+
+IsoDate = Annotated[date, BeforeValidator(_date_text)]
 
 
 def _utf8_text(code: str) -> str:

@@ -21,9 +21,10 @@ from app.deps import ClockDep, CsrfChecked, CurrentUser, LoginLimiter, SessionDe
 from app.models import ApiToken, User
 from app.routes.auth import sign_in
 from app.routes.public import Public, Timestamp
+from app.routes.refusals import refusals
 from app.services.accounts import change_password, delete_user, export_user, password_hasher
 from app.services.api_tokens import list_tokens
-from app.services.errors import Forbidden, ServiceError
+from app.services.errors import Forbidden, InvalidInput, ServiceError
 from app.services.ratelimit import RateLimiter
 from app.services.scheduling import retention_for
 from app.services.study_settings import (
@@ -33,7 +34,7 @@ from app.services.study_settings import (
     save_study_settings,
     study_form_for,
 )
-from app.validation import ApiModel
+from app.validation import ApiModel, IsoDate
 from app.web import templates
 
 router = APIRouter(prefix="/api/account", tags=["account"])
@@ -43,7 +44,7 @@ pages = APIRouter(prefix="/account", tags=["pages"], include_in_schema=False)
 # Study settings a user may change.
 class AccountSettings(ApiModel):
     desired_retention: float | None = Field(default=None, ge=0.7, le=0.99)
-    interview_date: date | None = None
+    interview_date: IsoDate | None = None
 
 
 # The body of DELETE /api/account: an account confirms with its password; a guest sends {}.
@@ -124,7 +125,7 @@ def get_account(user: Visitor, settings: SettingsDep) -> dict[str, Any]:
     return account_json(user, settings)
 
 
-@router.put("/settings", response_model=AccountPublic)
+@router.put("/settings", response_model=AccountPublic, responses=refusals(InvalidInput))
 def put_settings(
     body: AccountSettings, user: CurrentUser, session: SessionDep, settings: SettingsDep
 ) -> dict[str, Any]:
@@ -135,7 +136,7 @@ def put_settings(
     return account_json(user, settings)
 
 
-@router.put("/password", status_code=204)
+@router.put("/password", status_code=204, responses=refusals(Forbidden, InvalidInput))
 def put_password(
     body: PasswordChange,
     request: Request,
@@ -163,7 +164,7 @@ def api_export(user: Visitor, session: SessionDep) -> Response:
     return _export_response(session, user)
 
 
-@router.delete("", status_code=204)
+@router.delete("", status_code=204, responses=refusals(Forbidden))
 def api_delete(
     body: AccountDelete, request: Request, user: CurrentUser, session: SessionDep, settings: SettingsDep
 ) -> Response:

@@ -34,7 +34,7 @@ def anki_export(
     settings: SettingsDep,
     site: SiteDep,
     clock: ClockDep,
-    topic: Annotated[str | None, Query(pattern=r"^[a-z0-9-]{1,80}$")] = None,
+    topic: Annotated[str | None, Query(pattern=r"^([a-z0-9-]{1,80})?$")] = None,  # empty: no filter
     difficulty: Annotated[Literal["easy", "medium", "hard"] | None, Query()] = None,
     due: Annotated[bool, Query(description="only the visitor's due cards (and today's new ones)")] = False,
 ) -> Response:

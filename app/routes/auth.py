@@ -31,6 +31,7 @@ from app.deps import (
 )
 from app.models import User
 from app.routes.public import Public
+from app.routes.refusals import refusals
 from app.services.accounts import (
     authenticate,
     check_credentials,
@@ -40,7 +41,7 @@ from app.services.accounts import (
     merge_users,
     normalize_email,
 )
-from app.services.errors import ServiceError, TooManyRequests, Unauthorized
+from app.services.errors import Conflict, InvalidInput, ServiceError, TooManyRequests, Unauthorized
 from app.services.ratelimit import RateLimiter
 from app.validation import ApiModel
 from app.web import templates
@@ -53,6 +54,11 @@ pages = APIRouter(prefix="/auth", tags=["pages"], include_in_schema=False)
 class Credentials(ApiModel):
     email: str = Field(max_length=320)
     password: str = Field(max_length=1024)
+
+
+# A sign-up's: the address as app/services/accounts.py checks it (surrounding spaces are trimmed).
+class SignupCredentials(Credentials):
+    email: str = Field(max_length=254, pattern=r"^\s*[^@\s]+@[^@\s]+\.[^@\s]+\s*$")
 
 
 def safe_next(target: str | None) -> str:
@@ -153,14 +159,18 @@ def me(user: MaybeUser) -> dict[str, Any]:
     return me_json(user)
 
 
-@router.post("/signup", status_code=201, response_model=Me)
+@router.post("/signup", status_code=201, response_model=Me, responses=refusals(Conflict, InvalidInput))
 def api_signup(
-    body: Credentials, request: Request, session: SessionDep, settings: SettingsDep, limiter: SignupLimiter
+    body: SignupCredentials,
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    limiter: SignupLimiter,
 ) -> dict[str, Any]:
     return me_json(do_signup(request, session, settings, limiter, body.email, body.password))
 
 
-@router.post("/login", response_model=Me)
+@router.post("/login", response_model=Me, responses=refusals(Unauthorized))
 def api_login(
     body: Credentials, request: Request, session: SessionDep, settings: SettingsDep, limits: LoginLimitsDep
 ) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from app.models import CardPage, CardPublic, User
 from app.pages import guest_cached
 from app.personal_views import personal_page
 from app.routes.calculator import calculator_url
+from app.routes.refusals import refusals
 from app.services.card_status import NEW, CardStanding, standings
 from app.services.cards import (
     CardFilter,
@@ -51,7 +52,8 @@ router = APIRouter(prefix="/api/cards", tags=["cards"])
 pages = APIRouter(prefix="/cards", tags=["pages"], include_in_schema=False)
 
 DifficultyParam = Annotated[Difficulty | None, Query()]
-TopicParam = Annotated[str | None, Query(pattern=r"^[a-z0-9-]{1,80}$")]
+# Empty is allowed: app/security.py drops an empty query value (a form's "Any"), so `topic=` is no filter.
+TopicParam = Annotated[str | None, Query(pattern=r"^([a-z0-9-]{1,80})?$")]
 SearchParam = Annotated[str | None, Query(max_length=200)]
 PageParam = Annotated[int, Query(ge=1, le=10_000)]
 # Set on the list's links to a card: the card page's Previous/Next walk that list.
@@ -105,7 +107,7 @@ def api_list_cards(
     return CardPage(items=[to_summary(c) for c in rows], total=total, page=page, page_size=size)
 
 
-@router.get("/{card_id}", response_model=CardPublic)
+@router.get("/{card_id}", response_model=CardPublic, responses=refusals(NotFound))
 def api_get_card(card_id: str, session: SessionDep) -> CardPublic:
     card = get_card(session=session, card_id=card_id)
     if card is None:

@@ -21,6 +21,7 @@ from app.routes.challenge_models import (
     submission_public,
     submission_summary,
 )
+from app.routes.refusals import refusals
 from app.services.errors import Forbidden
 from app.services.submissions import Standing, has_attempted, standings, user_history
 from app.web import templates
@@ -39,7 +40,7 @@ def get_challenge(challenge: ChallengeDep) -> ChallengePublic:
     return challenge_public(challenge)
 
 
-@router.get("/{slug}/solution", response_model=ChallengeSolution)
+@router.get("/{slug}/solution", response_model=ChallengeSolution, responses=refusals(Forbidden))
 def get_solution(challenge: ChallengeDep, session: SessionDep, user: Visitor) -> ChallengeSolution:
     if not has_attempted(session=session, user_id=user.id or 0, slug=challenge.slug):
         raise Forbidden("Submit a first attempt to see the worked solution")

@@ -11,6 +11,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from app.deps import SessionDep
+from app.routes.refusals import refusals
 from app.services.cards import get_card
 from app.services.errors import NotFound
 from app.services.key_point_matcher import MAX_TEXT, Method
@@ -33,7 +34,7 @@ class SuggestOut(BaseModel):
 
 # A plain function: FastAPI runs it in its thread pool, so loading the model on first use and
 # encoding the answer never block the event loop.
-@router.post("/suggest")
+@router.post("/suggest", responses=refusals(NotFound))
 def suggest_points(body: SuggestIn, session: SessionDep) -> SuggestOut:
     card = get_card(session=session, card_id=body.card_id)
     if card is None or card.retired:

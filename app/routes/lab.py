@@ -30,6 +30,7 @@ from app.lab.jobs import LabJobs, is_stale, own_run, recent_runs
 from app.lab.runner import SIZES
 from app.models import LabRun
 from app.routes.public import Public, Timestamp
+from app.routes.refusals import refusals
 from app.services.errors import NotFound, ServiceError
 from app.services.ratelimit import RateLimiter
 from app.web import templates
@@ -51,8 +52,15 @@ EXPERIMENT_TITLES = {
 class LabRunCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    size: str = Field(default="full", description="full (GPT-2 small, the seed's figures) or tiny (seconds)")
-    experiments: list[str] = Field(default_factory=list, description="empty: every experiment")
+    # The names as enums for the document; the service checks them, with its own sentence.
+    size: str = Field(
+        default="full",
+        description="full (GPT-2 small, the seed's figures) or tiny (seconds)",
+        json_schema_extra={"enum": list(SIZES)},
+    )
+    experiments: list[Annotated[str, Field(json_schema_extra={"enum": list(EXPERIMENTS)})]] = Field(
+        default_factory=list, description="empty: every experiment"
+    )
 
 
 # A lab run: `error` only once it failed, `result` (every experiment's figures) only once done.
@@ -149,7 +157,12 @@ def api_list(session: SessionDep, settings: SettingsDep, user: Visitor) -> list[
     return [{k: v for k, v in run_json(r, settings).items() if k != "result"} for r in runs]
 
 
-@router.get("/runs/{run_id}", response_model=LabRunPublic, response_model_exclude_unset=True)
+@router.get(
+    "/runs/{run_id}",
+    response_model=LabRunPublic,
+    response_model_exclude_unset=True,
+    responses=refusals(NotFound),
+)
 def api_get(run_id: str, session: SessionDep, settings: SettingsDep, user: Visitor) -> dict[str, Any]:
     return run_json(_load_run(session, user.id, run_id), settings)
 

@@ -19,8 +19,9 @@ from app.config import Settings
 from app.cookie_session import flash
 from app.deps import ClockDep, CsrfChecked, CurrentUser, FitsDep, SessionDep, SettingsDep, Visitor
 from app.models import User
+from app.routes.refusals import refusals
 from app.services import personal_fsrs
-from app.services.errors import ServiceError
+from app.services.errors import Conflict, NotReady, ServiceError
 from app.services.personal_fsrs import FIT_MIN_REVIEWS, MAX_SEQ_LEN
 from app.services.scheduling import due_counts, retention_for
 from app.services.study_settings import StudyForm, read_study_form, save_study_form, study_form_for
@@ -87,7 +88,7 @@ def api_scheduling(
     return scheduling_json(session, user, settings, clock.now())
 
 
-@router.post("/scheduling/fit", status_code=202)
+@router.post("/scheduling/fit", status_code=202, responses=refusals(Conflict, NotReady))
 def api_fit(
     fits: FitsDep, user: CurrentUser, session: SessionDep, settings: SettingsDep, clock: ClockDep
 ) -> SchedulingPublic:

@@ -31,6 +31,7 @@ from app.routes.challenge_models import (
     submission_public,
     verdict_public,
 )
+from app.routes.refusals import refusals
 from app.services.errors import NotFound
 from app.services.submissions import own_submission
 
@@ -66,7 +67,12 @@ def _load_for(request: Request, engine: Engine, submission_id: str) -> Submissio
     return submission_public(submission) if submission is not None else None
 
 
-@router.get("/submissions/{submission_id}", response_model=SubmissionPublic, response_model_exclude_none=True)
+@router.get(
+    "/submissions/{submission_id}",
+    response_model=SubmissionPublic,
+    response_model_exclude_none=True,
+    responses=refusals(NotFound),
+)
 async def get_submission(
     submission_id: str,
     request: Request,
@@ -107,7 +113,7 @@ async def get_submission(
     return found
 
 
-@router.get("/submissions/{submission_id}/code", response_model=SubmissionCode)
+@router.get("/submissions/{submission_id}/code", response_model=SubmissionCode, responses=refusals(NotFound))
 def get_submission_code(submission_id: str, request: Request, engine: EngineDep) -> SubmissionCode:
     """A past attempt's code, to read it again or load it into the editor (404 if not the visitor's)."""
     submission = _own_submission(request, engine, submission_id)

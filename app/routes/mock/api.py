@@ -41,8 +41,9 @@ from app.routes.mock.views import (
     summary_view,
 )
 from app.routes.public import Public
+from app.routes.refusals import refusals
 from app.services import mock as mocks
-from app.services.errors import Conflict
+from app.services.errors import Conflict, Gone, InvalidInput, NotFound
 from app.validation import RowId
 
 router = APIRouter(prefix="/api/mock", tags=["mock interviews"])
@@ -58,7 +59,13 @@ def list_mocks(session: SessionDep, catalog: CatalogDep, user: Visitor, clock: C
     ]
 
 
-@router.post("", status_code=201, response_model=MockState, response_model_exclude_unset=True)
+@router.post(
+    "",
+    status_code=201,
+    response_model=MockState,
+    response_model_exclude_unset=True,
+    responses=refusals(Conflict, InvalidInput),
+)
 def create_mock(
     body: MockCreate,
     session: SessionDep,
@@ -75,7 +82,7 @@ def create_mock(
     return state_view(session=session, mock=mock, catalog=catalog, now=now)
 
 
-@router.get("/shared/{token}", response_model=MockReport)
+@router.get("/shared/{token}", response_model=MockReport, responses=refusals(NotFound, Gone))
 def api_shared_report(
     token: str, response: Response, session: SessionDep, catalog: CatalogDep, clock: ClockDep
 ) -> Public:
@@ -91,7 +98,12 @@ def get_mock_state(mock: OwnMock, session: SessionDep, catalog: CatalogDep, cloc
     return state_view(session=session, mock=mock, catalog=catalog, now=now)
 
 
-@router.post("/{mock_id}/answers", response_model=MockState, response_model_exclude_unset=True)
+@router.post(
+    "/{mock_id}/answers",
+    response_model=MockState,
+    response_model_exclude_unset=True,
+    responses=refusals(Conflict, InvalidInput),
+)
 def post_answer(
     mock: OwnMock,
     body: MockAnswer,
@@ -113,6 +125,7 @@ def post_answer(
     status_code=202,
     response_model=SubmissionPublic,
     response_model_exclude_none=True,
+    responses=refusals(Conflict),
 )
 def post_code(
     mock: OwnMock,  # 404 for anyone else's, before the code's size and rate check
@@ -129,14 +142,19 @@ def post_code(
     return submission_public(submission)
 
 
-@router.post("/{mock_id}/finish", response_model=MockState, response_model_exclude_unset=True)
+@router.post(
+    "/{mock_id}/finish",
+    response_model=MockState,
+    response_model_exclude_unset=True,
+    responses=refusals(Conflict),
+)
 def post_finish(mock: OwnMock, session: SessionDep, catalog: CatalogDep, clock: ClockDep) -> MockState:
     now = clock.now()
     mocks.finish(session=session, mock=mock, now=now)
     return state_view(session=session, mock=mock, catalog=catalog, now=now)
 
 
-@router.post("/{mock_id}/score", response_model=MockReport)
+@router.post("/{mock_id}/score", response_model=MockReport, responses=refusals(NotFound, Conflict))
 def post_score(
     mock_id: RowId,
     body: MockScore,
@@ -153,7 +171,7 @@ def post_score(
     return report_view(mocks.build_report(session=session, mock=mock, catalog=catalog, now=now))
 
 
-@router.get("/{mock_id}/report", response_model=MockReport)
+@router.get("/{mock_id}/report", response_model=MockReport, responses=refusals(Conflict))
 def get_report(mock: OwnMock, session: SessionDep, catalog: CatalogDep, clock: ClockDep) -> Public:
     now = clock.now()
     if not mocks.close_if_due(session=session, mock=mock, now=now):
@@ -161,7 +179,7 @@ def get_report(mock: OwnMock, session: SessionDep, catalog: CatalogDep, clock: C
     return report_view(mocks.build_report(session=session, mock=mock, catalog=catalog, now=now))
 
 
-@router.post("/{mock_id}/share", response_model=MockShareLink)
+@router.post("/{mock_id}/share", response_model=MockShareLink, responses=refusals(Conflict))
 def post_share(mock: OwnMock, request: Request, session: SessionDep) -> MockShareLink:
     token = mocks.share(session=session, mock=mock)
     return MockShareLink(token=token, url=share_url(request, token))

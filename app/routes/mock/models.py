@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, StrictBool, StrictInt
 
 from app.enums import Difficulty, MockEndedBy, MockItemKind, MockPhase, MockStatus
 from app.routes.challenge_models import SubmissionSummary
@@ -20,14 +20,14 @@ TopicSlug = Annotated[str, Field(pattern=r"^[a-z0-9-]{1,80}$")]
 
 # The set-up of a mock interview.
 class MockCreate(ApiModel):
-    minutes: int = Field(
+    minutes: StrictInt = Field(
         ge=1, le=10_000, description="15, 30, 45 or any custom length up to the server's maximum"
     )
     topics: list[TopicSlug] = Field(default_factory=list, max_length=50, description="[] means every topic")
     difficulty: Annotated[Difficulty | None, EmptyIsNone] = Field(
         default=None, description="null means mixed"
     )
-    with_challenge: bool = True
+    with_challenge: StrictBool = True
 
 
 # An answer to the current question (`step` "question") or to its follow-up (`step` "follow_up").

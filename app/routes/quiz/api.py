@@ -12,14 +12,16 @@ from app.deps import ClockDep, CurrentUser, SessionDep, SettingsDep, Visitor
 from app.routes.question_views import quiz_item_view
 from app.routes.quiz.models import AnswerIn, QuizCreate, QuizItemPublic, QuizPublic, RatingIn
 from app.routes.quiz.views import load_item, load_quiz, quiz_view, start
+from app.routes.refusals import refusals
 from app.services import quiz as quizzes
+from app.services.errors import Conflict, InvalidInput, NotFound
 from app.services.scheduling import parse_rating
 from app.validation import Position, RowId
 
 router = APIRouter(prefix="/api/quizzes", tags=["quizzes"])
 
 
-@router.post("", status_code=201, response_model=QuizPublic)
+@router.post("", status_code=201, response_model=QuizPublic, responses=refusals(InvalidInput))
 def api_start(
     body: QuizCreate, user: CurrentUser, session: SessionDep, settings: SettingsDep, clock: ClockDep
 ) -> QuizPublic:
@@ -32,19 +34,27 @@ def api_list(user: Visitor, session: SessionDep) -> list[QuizPublic]:
     return [quiz_view(session, q) for q in quizzes.recent_quizzes(session=session, user_id=user.id, limit=50)]
 
 
-@router.get("/{quiz_id}", response_model=QuizPublic)
+@router.get("/{quiz_id}", response_model=QuizPublic, responses=refusals(NotFound))
 def api_get(quiz_id: RowId, user: Visitor, session: SessionDep) -> QuizPublic:
     return quiz_view(session, load_quiz(session, user, quiz_id))
 
 
-@router.get("/{quiz_id}/items/{position}", response_model=QuizItemPublic, response_model_exclude_unset=True)
+@router.get(
+    "/{quiz_id}/items/{position}",
+    response_model=QuizItemPublic,
+    response_model_exclude_unset=True,
+    responses=refusals(NotFound),
+)
 def api_item(quiz_id: RowId, position: Position, user: Visitor, session: SessionDep) -> QuizItemPublic:
     _, item, card = load_item(session, user, quiz_id, position)
     return quiz_item_view(item, card)
 
 
 @router.post(
-    "/{quiz_id}/items/{position}/answer", response_model=QuizItemPublic, response_model_exclude_unset=True
+    "/{quiz_id}/items/{position}/answer",
+    response_model=QuizItemPublic,
+    response_model_exclude_unset=True,
+    responses=refusals(NotFound, Conflict, InvalidInput),
 )
 def api_answer(
     quiz_id: RowId,
@@ -64,7 +74,10 @@ def api_answer(
 
 
 @router.post(
-    "/{quiz_id}/items/{position}/rate", response_model=QuizItemPublic, response_model_exclude_unset=True
+    "/{quiz_id}/items/{position}/rate",
+    response_model=QuizItemPublic,
+    response_model_exclude_unset=True,
+    responses=refusals(NotFound, Conflict),
 )
 def api_rate(
     quiz_id: RowId,

@@ -17,9 +17,10 @@ from app.enums import QuestionKind
 from app.routes.question_views import quiz_item_view
 from app.routes.quiz.models import QuizItemPublic
 from app.routes.quiz.views import load_quiz  # the owner's quiz, else 404
+from app.routes.refusals import refusals
 from app.services import quiz_learning
 from app.services.cards import get_card
-from app.services.errors import ServiceError
+from app.services.errors import Conflict, NotFound, ServiceError
 from app.services.scheduling import due_counts
 from app.validation import RowId
 
@@ -43,7 +44,7 @@ class UndoResult(BaseModel):
 pages = APIRouter(prefix="/quiz", tags=["pages"], include_in_schema=False)
 
 
-@router.post("/{quiz_id}/undo", response_model_exclude_unset=True)
+@router.post("/{quiz_id}/undo", response_model_exclude_unset=True, responses=refusals(NotFound, Conflict))
 def api_undo(
     quiz_id: RowId, user: CurrentUser, session: SessionDep, settings: SettingsDep, clock: ClockDep
 ) -> UndoResult:
