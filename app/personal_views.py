@@ -38,6 +38,8 @@ from app.services.personal_pages import PersonalPages, data_version, valid_until
 from app.services.site import CSRF_SLOT, fill_csrf_slots
 
 Build = Callable[[Session, User], Response]
+# Set in a request's scope when PersonalPageShortcut already asked PersonalPages.recent for it.
+ASKED_KEPT = "kvprep.asked_kept_page"
 
 
 def visitor_credential(request: Request) -> tuple[int, str] | None:
@@ -68,7 +70,7 @@ async def personal_page(
     """The visitor's page at this URL, kept or built by `build(session, visitor)`."""
     who = visitor_credential(request)
     name = page_key(request.scope)
-    if who is not None and not request.session.get(FLASH_KEY):
+    if who is not None and not request.session.get(FLASH_KEY) and not request.scope.get(ASKED_KEPT):
         body = kept.recent(who[0], name, who[1], now)
         if body is not None:
             return _with_csrf(body, request)
@@ -91,7 +93,8 @@ class PersonalPageShortcut(KeptPageShortcut):
             return None
         body = kept.recent(who[0], page_key(scope), who[1], app_clock(request).now())
         if body is None:
-            return None
+            scope[ASKED_KEPT] = True  # the route asks the database, not `recent` again (it may
+            return None  # have handed this request the recheck)
         return fill_csrf_slots(body, lambda: csrf_token(request))
 
 
@@ -106,6 +109,8 @@ def _checked_page(
 ) -> Response:
     with Session(engine) as session:
         user = visitor(request, session)  # the session check: a log-out elsewhere ends it here
+        if who is not None and user.id != who[0]:
+            kept.discard(who[0], name)  # the session ended: nobody may be served this page again
         keep = who is not None and user.id == who[0] and not request.session.get(FLASH_KEY)
         version: tuple[object, ...] = ()
         if keep and who is not None:

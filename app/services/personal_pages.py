@@ -38,7 +38,10 @@ PERSONAL_PAGE_ENTRIES = 2048
 # The longest a kept page is shown: its relative times ("in 3 hours") drift by at most this.
 MAX_AGE = timedelta(seconds=60)
 # How long a confirmed page is served without asking the database again (monotonic seconds): a
-# write, a log-out or a new password through another server shows here within this time.
+# write, a log-out or a new password through another server shows here within this time. Once it
+# has passed, one request rechecks while the others are served the page for at most another
+# RECHECK_S (so within 2 x RECHECK_S in all): fifty connections on one account used to recheck at
+# once, each its own session check and version query on the thread pool, every half second.
 RECHECK_S = 0.5
 
 # Counts, largest ids and latest times of the user's rows that a personal page shows: any write
@@ -93,6 +96,7 @@ class _Kept:
     body: bytes
     credential: str  # the session credential that the last check found valid
     checked: float  # time.monotonic() of that check
+    rechecking: float = 0.0  # time.monotonic() at which one request went to recheck it, 0 if none
 
 
 class PersonalPages:
@@ -108,16 +112,17 @@ class PersonalPages:
 
     def recent(self, user_id: int, name: str, credential: str, now: datetime) -> bytes | None:
         """The kept page if a check younger than RECHECK found it current for this credential:
-        served with no query at all."""
+        served with no query at all. Past that, the first caller gets None (it checks and calls
+        `get`); while its check runs (up to RECHECK_S more), the others still get the page."""
         with self._lock:
             entry = self._kept.get((user_id, name))
-            if (
-                entry is None
-                or entry.credential != credential
-                or time.monotonic() - entry.checked >= self._recheck_s
-                or not entry.built <= now < entry.until
-            ):
+            if entry is None or entry.credential != credential or not entry.built <= now < entry.until:
                 return None
+            clock = time.monotonic()
+            if clock - entry.checked >= self._recheck_s:
+                if entry.rechecking == 0.0 or clock - entry.rechecking >= self._recheck_s:
+                    entry.rechecking = clock  # this caller rechecks (or takes over a stalled one)
+                    return None
             self._kept.move_to_end((user_id, name))
             return entry.body
 
@@ -133,7 +138,7 @@ class PersonalPages:
             if entry.version != version or not entry.built <= now < entry.until:
                 self._drop(user_id, name)
                 return None
-            entry.credential, entry.checked = credential, time.monotonic()
+            entry.credential, entry.checked, entry.rechecking = credential, time.monotonic(), 0.0
             self._kept.move_to_end((user_id, name))
             return entry.body
 
@@ -154,6 +159,11 @@ class PersonalPages:
             while len(self._kept) > self._entries:
                 (old_user, old_name), _ = next(iter(self._kept.items()))
                 self._drop(old_user, old_name)
+
+    def discard(self, user_id: int, name: str) -> None:
+        """Drop one kept page (its recheck found the session no longer valid)."""
+        with self._lock:
+            self._drop(user_id, name)
 
     def forget(self, user_id: int) -> None:
         """Drop every page kept for this user (they wrote something through this process)."""
