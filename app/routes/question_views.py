@@ -42,7 +42,7 @@ def quiz_options(question: dict[str, Any], *, revealed: bool) -> list[QuizOption
     for i, o in enumerate(question["options"]):
         option = QuizOption(index=i, text=o["text"])
         if revealed:
-            option.correct, option.why = o["correct"], o["why"]
+            option.correct, option.why, option.key_point = o["correct"], o["why"], o.get("key_point")
         options.append(option)
     return options
 

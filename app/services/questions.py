@@ -3,10 +3,11 @@ the question frozen for it, and the check of a multiple-choice or numeric answer
 
 - recall: the card's own question; the answer is typed (or spoken) and the user ticks the key
   points it covered. Its question JSON is {}.
-- choice: some of the card's key points against distractors taken from the common wrong
-  answers (the card's own first, then its topic's): {"prompt", "options": [{"text",
-  "correct", "why", "card_id"?}]}. A wrong pick is Again, missing a right one Hard, exactly the
-  right ones Good.
+- choice: some of the card's key points, each in its short form, against distractors taken from
+  the common wrong answers (the card's own first, then its topic's), drawn so that length gives
+  nothing away (app/services/choice_options.py): {"prompt", "options": [{"text", "correct",
+  "why", "key_point"? (a right option's full key point), "card_id"? (a wrong one's card)}]}.
+  A wrong pick is Again, missing a right one Hard, exactly the right ones Good.
 - numeric: a problem generated from a real model config or data sheet, of a kind that belongs
   to this card (app/services/numeric.py declares which cards each kind fits): the
   NumericQuestion's JSON, checked with its unit and tolerance.
@@ -28,7 +29,7 @@ from sqlmodel import Session, col, select
 
 from app.enums import QuestionKind
 from app.models import Card
-from app.services import numeric
+from app.services import choice_options, numeric
 from app.services.card_content import as_json, content
 from app.services.errors import InvalidInput
 
@@ -106,34 +107,36 @@ def interview_kinds(cards: Sequence[Card]) -> list[str]:
 # --- building a question -----------------------------------------------------------------------------
 
 
-def unquote(text: str) -> str:
-    """A wrong answer as an option: without the quotes the card writes it in."""
-    text = text.strip()
-    for left, right in (('"', '"'), ("\u201c", "\u201d")):
-        if len(text) > 1 and text.startswith(left) and text.endswith(right):
-            return text[1:-1].strip()
-    return text
-
-
 def build_choice(card: Card, topic_cards: Sequence[Card], rng: random.Random) -> dict[str, Any]:
-    key_points = list(content(card).key_points)
-    n_correct = min(len(key_points), rng.choice([1, 2, 2, 3]))
-    correct = rng.sample(key_points, n_correct)
-    own = [{**as_json(w), "card_id": card.id} for w in content(card).wrong_answers]
-    rng.shuffle(own)
-    others = [
+    """Some of the card's key points in short form against common wrong answers (the card's own
+    first, then its topic's), drawn so that an option's length says nothing (choice_options)."""
+    key_points = content(card).key_points
+    forms = [
+        [choice_options.Candidate(f, i) for f in choice_options.short_forms(kp)]
+        for i, kp in enumerate(key_points)
+    ]
+    points = [f for f in forms if f]
+    if not points:  # a card none of whose key points has a short form: the first, cut as it is
+        points = [[choice_options.Candidate(key_points[0][: choice_options.SHORT_MAX], 0)]]
+    wrongs = [
         {**as_json(w), "card_id": c.id}
-        for c in topic_cards
-        if c.id != card.id
+        for c in [card, *(c for c in topic_cards if c.id != card.id)]
         for w in content(c).wrong_answers
     ]
-    rng.shuffle(others)
-    n_wrong = max(1, min(3, 5 - n_correct))
-    wrong = (own + others)[:n_wrong]
-    options: list[dict[str, Any]] = [{"text": kp, "correct": True, "why": None} for kp in correct]
+    pool = [choice_options.Candidate(choice_options.wrong_form(w["answer"]), i) for i, w in enumerate(wrongs)]
+    n_own = len(content(card).wrong_answers)
+    right, wrong = choice_options.draw(points, pool[:n_own], pool[n_own:], rng)
+    options: list[dict[str, Any]] = [
+        {"text": c.text, "correct": True, "why": None, "key_point": key_points[c.source]} for c in right
+    ]
     options += [
-        {"text": unquote(w["answer"]), "correct": False, "why": w["why"], "card_id": w["card_id"]}
-        for w in wrong
+        {
+            "text": c.text,
+            "correct": False,
+            "why": wrongs[c.source]["why"],
+            "card_id": wrongs[c.source]["card_id"],
+        }
+        for c in wrong
     ]
     rng.shuffle(options)
     return {"prompt": CHOICE_PROMPT, "options": options}

@@ -28,7 +28,7 @@ from sqlmodel import Session, col, select
 from app.config import Settings
 from app.enums import QuestionKind, QuizItemState, QuizMode
 from app.models import Card, CardProgress, Quiz, QuizItem, User, utcnow
-from app.services import key_point_suggestions, questions, quiz_learning, scheduling
+from app.services import choice_options, key_point_suggestions, questions, quiz_learning, scheduling
 from app.services.card_content import content
 from app.services.errors import Conflict, InvalidInput
 from app.services.questions import KINDS
@@ -106,7 +106,7 @@ def select_cards(
 assign_kinds = questions.cycle_kinds
 build_choice = questions.build_choice
 grade_choice = questions.grade_choice
-_unquote = questions.unquote
+_unquote = choice_options.wrong_form
 
 
 def start_quiz(

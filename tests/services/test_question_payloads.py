@@ -19,6 +19,7 @@ from tests.services.factories import catalog, make_user
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 NUMERIC_KEYS = {f.name for f in fields(NumericQuestion)}
 
+# A right option carries its full key point (`key_point`) since options became short forms.
 # Rows as an older kvprep stored them: options without the card they came from, a numeric
 # problem from before `config` and `abs_tolerance` existed.
 OLD_CHOICE = {
@@ -49,7 +50,7 @@ def test_quiz_and_mock_store_the_shapes_they_always_did(db: Session, settings: S
     assert items["recall"].payload == {}
     assert set(items["choice"].payload) == {"prompt", "options"}
     for option in items["choice"].payload["options"]:
-        assert {"text", "correct", "why"} <= set(option) <= {"text", "correct", "why", "card_id"}
+        assert {"text", "correct", "why"} <= set(option) <= {"text", "correct", "why", "card_id", "key_point"}
     assert set(items["numeric"].payload) == NUMERIC_KEYS
 
     guest = make_user(db, guest_token="shape")

@@ -14,6 +14,7 @@ from app.models import Card, QuizItem
 from app.routes.question_views import quiz_item_view
 from app.services import numeric, scheduling
 from app.services import quiz as quizzes
+from app.services.choice_options import short_forms
 from app.services.errors import ServiceError
 from tests.services.factories import make_user
 
@@ -40,17 +41,21 @@ def test_choice_options_are_key_points_against_wrong_answers(db: Session) -> Non
     card = cards(db, "kv-cache-contents")[0]
     topic_cards = cards(db, "kv-cache-contents")
     wrong_texts = {quizzes._unquote(w["answer"]) for c in topic_cards for w in c.data["wrong_answers"]}
+    with_own = 0
     for seed in range(20):
         payload = quizzes.build_choice(card, topic_cards, random.Random(seed))
         options = payload["options"]
         right = [o for o in options if o["correct"]]
         wrong = [o for o in options if not o["correct"]]
         assert 1 <= len(right) <= 3 and 1 <= len(wrong) <= 3
-        assert all(o["text"] in card.data["key_points"] for o in right)
+        assert all(o["key_point"] in card.data["key_points"] for o in right)
+        assert all(o["text"] in short_forms(o["key_point"]) for o in right)
         assert all(o["text"] in wrong_texts and o["why"] for o in wrong)
         assert not any(o["text"].startswith('"') for o in options)
         own = {quizzes._unquote(w["answer"]) for w in card.data["wrong_answers"]}
-        assert own & {o["text"] for o in wrong}  # the card's own wrong answers come first
+        with_own += bool(own & {o["text"] for o in wrong})
+    # The card's own wrong answers come first, where their lengths fit (app/services/choice_options.py).
+    assert with_own >= 15, with_own
 
 
 def test_grading_a_multiple_choice_answer() -> None:

@@ -86,10 +86,12 @@ class ChoiceOption(Public):
     text: str
 
 
-# An option of a quiz's multiple-choice question: `correct` and `why` only once it is answered.
+# An option of a quiz's multiple-choice question: `correct` and `why` (a wrong option's) or
+# `key_point` (a right option's, in full: the option is its short form) only once it is answered.
 class QuizOption(ChoiceOption):
     correct: bool | None = None
     why: str | None = None
+    key_point: str | None = None
 
 
 # One question. Keys by kind and state: `prompt` and `options` (choice); `prompt`, `units`,
