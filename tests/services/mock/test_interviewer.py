@@ -8,7 +8,7 @@ from app.config import Settings
 from app.services import mock as mocks
 from app.services.card_content import CardContent, FollowUp, WrongAnswer
 from app.services.mock.interviewer import next_prompt
-from tests.services.factories import make_user
+from tests.services.factories import catalog, make_user
 from tests.services.mock.helpers import NOW, start
 
 CARD = CardContent(
@@ -75,3 +75,8 @@ def test_the_mock_asks_the_chosen_follow_up_and_keeps_why(db: Session, settings:
     asked = item.payload["follow_up"]
     assert asked["reason"].startswith("asked because")
     assert asked["kind"] in {"probe", "number", "follow_up"}  # nothing covered: never the harder one
+    # The report says why it was asked.
+    mocks.finish(session=db, mock=mock, now=NOW)
+    report = mocks.build_report(session=db, mock=mock, catalog=catalog(), now=NOW)
+    assert report.items[0].follow_up_reason == asked["reason"]
+    assert report.items[0].follow_up_question == asked["question"]
