@@ -92,6 +92,13 @@ class Difficulty(enum.StrEnum):
     HARD = "hard"
 
 
+# How a card's follow-up stands to its key points: it probes one at the card's own level, or goes
+# past them (asked when an answer covered every point).
+class FollowUpDifficulty(enum.StrEnum):
+    SAME = "same"
+    HARDER = "harder"
+
+
 # A graded submission.
 class SubmissionStatus(enum.StrEnum):
     QUEUED = "queued"

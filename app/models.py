@@ -62,11 +62,19 @@ class CardSummary(CardBase):
     tags: list[str]
 
 
+# A card's follow-up as the API returns it: which key points it probes (indices) and how hard it is.
+class FollowUpPublic(SQLModel):
+    question: str
+    answer: str
+    probes: list[int] = []
+    difficulty: str = "same"  # same | harder (FollowUpDifficulty)
+
+
 # A whole card as the API returns it.
 class CardPublic(CardSummary):
     question: str
     key_points: list[str]
-    follow_ups: list[dict[str, str]]
+    follow_ups: list[FollowUpPublic]
     wrong_answers: list[dict[str, str]]
     sources: list[str]
     notes: str

@@ -12,7 +12,8 @@ A card is a Markdown file with YAML front matter (see questions/README.md):
     ---
     ## Question
     ## Key points        (a bullet list, three or more)
-    ## Follow-ups        (each "### question", its answer below)
+    ## Follow-ups        (each "### question", then {probes: [0, 2], difficulty: same|harder},
+                          then its answer)
     ## Common wrong answers   (each "### wrong answer", why it is wrong below)
     ## Notes             (optional)
 
@@ -29,7 +30,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from app.content.schema import Card, CardFrontMatter, FollowUp, Topic, WrongAnswer
+from app.content.schema import Card, CardFrontMatter, FollowUp, FollowUpMeta, Topic, WrongAnswer
 
 REQUIRED_SECTIONS = ("Question", "Key points", "Follow-ups", "Common wrong answers")
 OPTIONAL_SECTIONS = ("Notes",)
@@ -115,6 +116,47 @@ def _subsections(text: str) -> list[tuple[str, str]]:
     return [(head, body.strip()) for head, body in pairs]
 
 
+_META_HINT = "the line under a follow-up's heading must be {probes: [0, 2], difficulty: same} (or harder)"
+
+
+def _follow_ups(pairs: list[tuple[str, str]], rel_path: str, problems: list[Problem]) -> list[FollowUp]:
+    """Each follow-up's first line is its `{probes: [...], difficulty: ...}`; the rest is its answer.
+
+    A problem is named by the follow-up's number and the start of its question."""
+    follow_ups: list[FollowUp] = []
+    for i, (question, body) in enumerate(pairs, start=1):
+        where = f"## Follow-ups {i} ({question[:50]!r})"
+        first, _, rest = body.partition("\n")
+        try:
+            meta = yaml.safe_load(first) if first.lstrip().startswith("{") else None
+        except yaml.YAMLError:
+            meta = None
+        if not isinstance(meta, dict):
+            problems.append(Problem(rel_path, where, _META_HINT))
+            continue
+        try:
+            checked = FollowUpMeta.model_validate(meta)
+            follow_up = FollowUp(question=question, answer=rest.strip(), **checked.model_dump())
+        except ValidationError as exc:
+            for err in exc.errors():
+                problems.append(Problem(rel_path, f"{where}.{_field_name(err['loc'])}", err["msg"]))
+            continue
+        follow_ups.append(follow_up)
+    return follow_ups
+
+
+def _probe_problems(follow_ups: list[FollowUp], n_points: int, rel_path: str) -> list[Problem]:
+    """A probe must index one of the card's key points."""
+    problems = []
+    for i, follow_up in enumerate(follow_ups, start=1):
+        outside = [p for p in follow_up.probes if p >= n_points]
+        if outside:
+            where = f"## Follow-ups {i} ({follow_up.question[:50]!r}).probes"
+            message = f"key point {outside[0]} is out of range: the card has {n_points} key points"
+            problems.append(Problem(rel_path, where, f"{message} (0 to {n_points - 1})"))
+    return problems
+
+
 def _field_name(loc: tuple[object, ...]) -> str:
     return ".".join(str(part) for part in loc) or "card"
 
@@ -161,10 +203,16 @@ def parse_card(text: str, rel_path: str) -> tuple[Card | None, list[Problem]]:
     except ValueError as exc:
         return problem("## Key points", str(exc))
     try:
-        follow_ups = [FollowUp(question=q, answer=a) for q, a in _subsections(sections["Follow-ups"])]
+        pairs = _subsections(sections["Follow-ups"])
         wrongs = [WrongAnswer(answer=w, why=why) for w, why in _subsections(sections["Common wrong answers"])]
+        if any(not a for _, a in pairs):
+            raise ValueError("a heading has no text under it")
     except (ValueError, ValidationError) as exc:
         return problem("body", f"a follow-up or wrong answer is incomplete: {exc}".splitlines()[0])
+    follow_ups = _follow_ups(pairs, rel_path, problems)
+    if problems:
+        return None, problems
+    card: Card | None = None
     try:
         card = Card(
             **front.model_dump(),
@@ -184,8 +232,8 @@ def parse_card(text: str, rel_path: str) -> tuple[Card | None, list[Problem]]:
         for err in exc.errors():
             name = str(err["loc"][0]) if err["loc"] else "card"
             problems.append(Problem(rel_path, section_of.get(name, name), err["msg"]))
-        return None, problems
-    return card, problems
+    problems += _probe_problems(follow_ups, len(key_points), rel_path)
+    return (None if problems else card), problems
 
 
 def load_topics(root: Path) -> tuple[list[Topic], list[Problem]]:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.enums import Difficulty
+from app.enums import Difficulty, FollowUpDifficulty
 
 SLUG = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 
@@ -19,9 +20,17 @@ class Topic(BaseModel):
     summary: str = Field(min_length=1)
 
 
-class FollowUp(BaseModel):
+class FollowUpMeta(BaseModel):
+    """The `{probes: [...], difficulty: ...}` line under a follow-up's heading."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    # indices into the card's key points (0 is the first, the most important) that the follow-up probes
+    probes: list[Annotated[int, Field(ge=0)]] = Field(min_length=1)
+    difficulty: FollowUpDifficulty
+
+
+class FollowUp(FollowUpMeta):
     question: str = Field(min_length=1)
     answer: str = Field(min_length=1)
 

@@ -18,6 +18,10 @@ from app.models import Card
 class FollowUp:
     question: str
     answer: str
+    # indices into the card's key points this follow-up probes, and same | harder (questions/README.md);
+    # a row synced before the card format had them reads as probing nothing, at the card's level
+    probes: tuple[int, ...] = ()
+    difficulty: str = "same"
 
 
 @dataclass(frozen=True)
@@ -26,9 +30,12 @@ class WrongAnswer:
     why: str
 
 
-def as_json(part: FollowUp | WrongAnswer) -> dict[str, str]:
+def as_json(part: FollowUp | WrongAnswer) -> dict[str, Any]:
     """A follow-up or wrong answer as the card file's JSON writes it (what payloads store)."""
-    return asdict(part)
+    data = asdict(part)
+    if isinstance(part, FollowUp):
+        data["probes"] = list(part.probes)
+    return data
 
 
 @dataclass(frozen=True)
@@ -48,7 +55,10 @@ def content(card: Card) -> CardContent:
     return CardContent(
         question=data.get("question", ""),
         key_points=tuple(data.get("key_points", ())),
-        follow_ups=tuple(FollowUp(f["question"], f["answer"]) for f in data.get("follow_ups", ())),
+        follow_ups=tuple(
+            FollowUp(f["question"], f["answer"], tuple(f.get("probes", ())), f.get("difficulty", "same"))
+            for f in data.get("follow_ups", ())
+        ),
         wrong_answers=tuple(WrongAnswer(w["answer"], w["why"]) for w in data.get("wrong_answers", ())),
         sources=tuple(data.get("sources", ())),
         notes=data.get("notes", ""),

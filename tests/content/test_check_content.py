@@ -50,6 +50,18 @@ BROKEN = {
         GOOD.split("## Common wrong answers")[0] + "## Common wrong answers\n",
         "## Common wrong answers",
     ),
+    "probe-out-of-range": (
+        GOOD.replace("{probes: [3], difficulty: same}", "{probes: [3, 5], difficulty: same}"),
+        "## Follow-ups 1 ('Why is the query not cached alongside the key and ').probes",
+    ),
+    "follow-up-without-probes": (
+        GOOD.replace("{probes: [3], difficulty: same}\n", ""),
+        "## Follow-ups 1 ('Why is the query not cached alongside the key and ')",
+    ),
+    "follow-up-unknown-difficulty": (
+        GOOD.replace("{probes: [0], difficulty: harder}", "{probes: [0], difficulty: hardest}"),
+        "## Follow-ups 2 ('Does the cache hold one entry per query head or pe').difficulty",
+    ),
     "follow-up-without-answer": (
         GOOD.replace("### Does the cache hold", "### Is that all?\n\n### Does the cache hold"),
         "body",

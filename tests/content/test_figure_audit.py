@@ -41,6 +41,7 @@ How fast can Llama-2-7B decode on one H100? {question}
 ## Follow-ups
 
 ### Why?
+{{probes: [0], difficulty: same}}
 
 Each step reads every weight once (2 bytes each in fp16, 8-bit when quantised).
 

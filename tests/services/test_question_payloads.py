@@ -65,7 +65,7 @@ def test_quiz_and_mock_store_the_shapes_they_always_did(db: Session, settings: S
     for item in mocks.mock_items(session=db, mock=mock):
         extra = {item.kind} if item.kind in ("choice", "numeric") else set()
         assert set(item.payload) == {"follow_up"} | extra
-        assert set(item.payload["follow_up"]) == {"question", "answer"}
+        assert set(item.payload["follow_up"]) == {"question", "answer", "probes", "difficulty"}
         if item.kind == "numeric":
             assert set(item.payload["numeric"]) == NUMERIC_KEYS
         if item.kind == "choice":

@@ -12,12 +12,15 @@ from sqlmodel import Session, col
 
 from app.config import Settings
 from app.enums import MockItemKind, MockPhase
-from app.models import MockInterview, MockItem, Submission
+from app.models import Card, MockInterview, MockItem, Submission
 from app.services import key_point_suggestions, questions
+from app.services.card_content import content
 from app.services.errors import Conflict, InvalidInput
 from app.services.grading import GradingQueue
 from app.services.mock.deadline import _close, ensure_running
+from app.services.mock.interviewer import next_prompt
 from app.services.mock.interviews import MOVED_ON, current_item, mock_items, phase
+from app.services.wrong_answers import bank_common_words
 
 
 def answer(
@@ -81,6 +84,7 @@ def answer(
         else:
             values["answer"] = text
             values |= key_point_suggestions.mock_fields(session=session, item=item, text=text)
+            values |= _listened(session=session, item=item, text=text, suggested=values.get("suggested"))
         if not item.payload.get("follow_up"):
             values["done_at"] = now
         guard = col(MockItem.answered_at).is_(None)
@@ -106,6 +110,18 @@ def answer(
     session.commit()
     session.refresh(item)
     return item
+
+
+def _listened(*, session: Session, item: MockItem, text: str, suggested: Any) -> dict[str, Any]:
+    """The item's payload with its follow-up chosen from what this answer said (interviewer.py)."""
+    card = session.get(Card, item.card_id) if item.card_id else None
+    if card is None or not item.payload.get("follow_up"):
+        return {}
+    asked = content(card)
+    got = key_point_suggestions.read(suggested, len(asked.key_points))
+    covered = set(got.points) if got else set()
+    prompt = next_prompt(asked, text, covered, bank_common_words(session=session))
+    return {"payload": {**item.payload, "follow_up": prompt.to_json()}}
 
 
 def submit_code(

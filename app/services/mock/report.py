@@ -70,6 +70,7 @@ class ItemReport:
     suggested: list[int] | None = None  # what the matcher pre-ticked (None: no suggestion was made)
     suggested_by: str | None = None  # semantic | lexical
     follow_up_question: str | None = None
+    follow_up_reason: str | None = None  # why the interviewer asked it (app/services/mock/interviewer.py)
     follow_up_strong: str | None = None
     follow_up_answer: str | None = None
     follow_up_covered: bool | None = None
@@ -252,6 +253,7 @@ def _card_report(
         covered=list(item.covered or []),
         **_suggested_fields(item, n_points),
         follow_up_question=follow.get("question"),
+        follow_up_reason=follow.get("reason"),
         follow_up_strong=follow.get("answer"),
         follow_up_answer=item.follow_up_answer,
         follow_up_covered=item.follow_up_covered,

@@ -1,0 +1,114 @@
+"""The interviewer's next prompt after a typed answer: chosen from what the answer said.
+
+The rule, first that applies (deterministic for a given answer, since the matcher is):
+
+1. nudge: the answer echoes one of the card's common wrong answers (app/services/wrong_answers.py):
+   "You said ...", followed by the follow-up that probes the most important missed key point;
+2. probe: a key point was missed (key points are in order of importance): the follow-up that
+   probes the first missed point, a `same` one before a `harder` one, in file order;
+3. number: the card's key points carry a number and the answer gave none: a request for it;
+4. harder: every key point was covered: the card's first `harder` follow-up (its last
+   follow-up when it has none).
+
+A missed point that no follow-up probes falls to the number request, then to the card's first
+`same` follow-up, said as such. The prompt keeps why it was asked, for the report.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from app.enums import FollowUpDifficulty
+from app.services.card_content import CardContent, FollowUp
+from app.services.key_point_matcher import plain
+from app.services.wrong_answers import matches_wrong_answer
+
+# A quantity standing as its own word ("512 KiB", "13.2 GB", "4.2x"), not part of a name or a
+# dtype ("Llama-2-7B", "fp16").
+_NUMBER = re.compile(r"(?<![\w.-])\d(?:[\d,.]*\d)?x?(?![\w-])")
+_SHORT_WORDS = 14
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """The follow-up as asked: question and strong answer, and why it was chosen."""
+
+    question: str
+    answer: str
+    kind: str  # nudge | probe | number | harder | follow_up
+    reason: str
+    probes: list[int] = field(default_factory=list)
+    difficulty: str = FollowUpDifficulty.SAME
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def short(point: str) -> str:
+    """A key point's first words, for a reason line."""
+    words = plain(point).split()
+    return " ".join(words[:_SHORT_WORDS]) + (" ..." if len(words) > _SHORT_WORDS else "")
+
+
+def has_number(text: str) -> bool:
+    return _NUMBER.search(text) is not None
+
+
+def _probing(follow_ups: Sequence[FollowUp], point: int) -> FollowUp | None:
+    found = [f for f in follow_ups if point in f.probes]
+    same = [f for f in found if f.difficulty == FollowUpDifficulty.SAME]
+    return (same or found)[0] if found else None
+
+
+def _from(f: FollowUp, kind: str, reason: str) -> Prompt:
+    return Prompt(f.question, f.answer, kind, reason, list(f.probes), f.difficulty)
+
+
+def next_prompt(
+    asked: CardContent, text: str, covered: AbstractSet[int], common: AbstractSet[str] = frozenset()
+) -> Prompt:
+    """The next prompt for an answer `text` that covered the key points `covered` (indices)."""
+    points, follow_ups = asked.key_points, asked.follow_ups
+    missed = [i for i in range(len(points)) if i not in covered]
+    probe = next(((i, f) for i in missed if (f := _probing(follow_ups, i)) is not None), None)
+    first_same = next((f for f in follow_ups if f.difficulty == FollowUpDifficulty.SAME), follow_ups[0])
+    for wrong in asked.wrong_answers:
+        if text.strip() and matches_wrong_answer(text, wrong.answer, common):
+            said = wrong.answer.strip().strip('"“”')
+            then = probe[1] if probe else first_same
+            return Prompt(
+                f"You said “{said}” What does that leave out? {then.question}",
+                f"{wrong.why}\n\n{then.answer}",
+                "nudge",
+                f"asked because your answer echoed a common wrong answer: “{said}”",
+                list(then.probes),
+                then.difficulty,
+            )
+    if probe is not None:
+        i, f = probe
+        return _from(f, "probe", f"asked because you did not mention key point {i + 1}: “{short(points[i])}”")
+    numbered = [i for i, p in enumerate(points) if has_number(p)]
+    if numbered and not has_number(text):
+        i = numbered[0]
+        blank = _NUMBER.sub("___", plain(points[i]))
+        return Prompt(
+            f"Can you put a number on it? Fill in the figures: “{blank}”",
+            points[i],
+            "number",
+            f"asked because the strong answer has a number (key point {i + 1}) and yours gave none",
+            [i],
+        )
+    if missed:
+        i = missed[0]
+        return _from(
+            first_same,
+            "follow_up",
+            f"asked because you did not mention key point {i + 1}: “{short(points[i])}”; "
+            "no follow-up asks about it directly",
+        )
+    harder = [f for f in follow_ups if f.difficulty == FollowUpDifficulty.HARDER] or [follow_ups[-1]]
+    return _from(harder[0], "harder", "asked because you covered every key point: a harder question")
