@@ -17,7 +17,7 @@ built with dtype=torch.float64, so a swapped or ignored argument changes the ans
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from functools import partial
 from typing import Any
 
@@ -35,6 +35,7 @@ from graders.checks.paged_kv_driver import (
     NOT_SCALED,
     OFF_BY_ONE,
     RESERVES,
+    REUSED_ID,
     STALE_SLOTS,
     UNKNOWN_ID,
     Dims,
@@ -182,6 +183,61 @@ def _test_unknown_ids(report: CheckReport, session: SubmissionLink, rng: Rng, di
         raise _fail(report, UNKNOWN_ID, f"{name}{args} did not raise")
 
 
+def _script_step(d: Driver, ids: list[int], freed: set[Hashable]) -> None:
+    """One random call of a script: an append (maybe too big for the pool, to a freed id half the
+    time there is one), a fork followed by a chunk that crosses a block boundary, or a free; the
+    sequence it touched is checked at once."""
+    bs, py = d.dims.block_size, d.rng.py
+    live = sorted(d.ref.lengths, key=str)
+    op = py.choice(["append", "append", "fork", "free"] if live else ["append"])
+    if op == "free":
+        seq = py.choice(live)
+        d.free(seq)
+        freed.add(seq)
+        return
+    if op == "fork" and len(live) < len(ids):
+        src, seq = py.choice(live), py.choice([i for i in ids if i not in d.ref.lengths])
+        d.fork(src, seq)
+        freed.discard(seq)  # the fork gave it its parent's length
+        _script_append(d, seq, bs - d.ref.lengths[seq] % bs + py.randint(1, bs), freed)  # spills over
+    else:
+        again = sorted(freed - set(d.ref.lengths), key=str)
+        seq = py.choice(again) if again and py.random() < 0.5 else py.choice(ids)
+        _script_append(d, seq, py.randint(1, 2 * bs + 1), freed)
+
+
+def _script_append(d: Driver, seq: Hashable, n: int, freed: set[Hashable]) -> None:
+    try:
+        if d.append_or_refuse(seq, n):
+            d.check_sequence(seq)
+    except (Mismatch, SubmissionError) as exc:
+        if seq not in freed:
+            raise
+        text = (
+            str(exc)
+            if isinstance(exc, Mismatch)
+            else f"{d.where()}: " + exception_text(exc.type_name, exc.message[:100])
+        )
+        raise _fail(d.report, REUSED_ID, f"{text} (id {seq} was freed before)") from None
+    if seq in d.ref.lengths:
+        freed.discard(seq)
+
+
+def _test_scripts(report: CheckReport, session: SubmissionLink, rng: Rng, dims: Dims) -> None:
+    for _ in range(2):  # two scripts of 12 calls on a fresh cache each: the pool fills in both
+        d = Driver(report, session, rng, dims)
+        ids, freed = rng.py.sample(range(20, 60), 4), set[Hashable]()
+        for _ in range(12):
+            _script_step(d, ids, freed)
+        if not freed:  # every script ends with an id used again after its free
+            seq = next(iter(d.ref.lengths), ids[0])
+            if seq not in d.ref.lengths:
+                _script_append(d, seq, 1, freed)
+            d.free(seq)
+            freed.add(seq)
+        _script_append(d, min(freed, key=str), d.rng.py.randint(1, 2 * dims.block_size), freed)
+
+
 def _test_dtype(report: CheckReport, session: SubmissionLink, rng: Rng, dims: Dims) -> None:
     d = Driver(report, session, rng, dims, dtype=torch.float64)
     d.append(9, dims.block_size + 1)
@@ -288,6 +344,11 @@ def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     check("free returns only the blocks no other sequence holds, and freed blocks are reused", _test_free)
     check("block_table, gather, free and fork raise KeyError for an unknown seq_id", _test_unknown_ids)
     check("PagedKVCache(..., dtype=torch.float64) stores float64", _test_dtype)
+    check(
+        "random scripts of append, fork and free on a small pool (full pools, a chunk across a block "
+        "boundary right after a fork, ids used again after free): every call agrees with the reference",
+        _test_scripts,
+    )
     check(
         "paged_attention over sequences of different lengths (one in reused blocks) equals dense attention",
         _test_attention,

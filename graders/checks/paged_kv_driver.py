@@ -18,6 +18,7 @@ from graders.checks.report import CheckReport, Mismatch, as_tensor, close, expla
 from graders.checks.serving_common import Rng, as_int_list
 from graders.reference.paged_cache import PagedKVCache, blocks_for
 from graders.sandbox.protocol import Pending, SubmissionError, SubmissionLink
+from graders.wording import plural
 
 ENTRY_POINT = "PagedKVCache"
 
@@ -41,6 +42,9 @@ STALE_SLOTS = (
     "paged_attention reads the whole last block, stale slots included: attend over the first L positions only"
 )
 NOT_SCALED = "paged_attention does not divide the scores by sqrt(head_dim)"
+REUSED_ID = (
+    "a freed seq_id keeps its old length (or blocks): an id used again after free starts an empty sequence"
+)
 KNOWN_MISTAKES = (
     RESERVES,
     OFF_BY_ONE,
@@ -58,6 +62,7 @@ KNOWN_MISTAKES = (
     DTYPE_IGNORED,
     STALE_SLOTS,
     NOT_SCALED,
+    REUSED_ID,
 )
 
 
@@ -155,6 +160,30 @@ class Driver:
         self.ref.append(seq, k, v)
         self.queue("append", seq, k, v)  # with num_free_blocks: one round trip
         self.expect_free(mistakes)
+
+    def append_or_refuse(self, seq: Hashable, n: int) -> bool:
+        """An append the reference may refuse: then the submission must raise MemoryError too and
+        change nothing. True when the append went in."""
+        k, v = self.kv(n)
+        try:
+            self.ref.append(seq, k, v)
+        except MemoryError:
+            free = self.ref.num_free_blocks()
+            self.log.append(f"a refused append({seq!r}, n={n}) with {plural(free, 'free block')}")
+            try:
+                self.method("append", seq, k, v, memory_error_is_data=True)
+            except SubmissionError as exc:
+                if exc.type_name != "MemoryError":
+                    raise _fail(
+                        self.report, NO_MEMORY_ERROR, f"{self.where()} raised {exc.type_name}"
+                    ) from None
+                self.expect_free({CHANGES_ON_ERROR: "fewer"})
+                return False
+            raise _fail(self.report, NO_MEMORY_ERROR, f"{self.where()}: the append did not raise") from None
+        self.log.append(f"append({seq!r}, n={n})")
+        self.queue("append", seq, k, v)
+        self.expect_free()
+        return True
 
     def fork(self, src: Hashable, dst: Hashable) -> None:
         self.log.append(f"fork({src!r}, {dst!r})")
