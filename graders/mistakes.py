@@ -36,6 +36,24 @@ def _constants(module: ModuleType) -> dict[str, str]:
     return found
 
 
+def _built_from(check: ModuleType) -> list[ModuleType]:
+    """The check module and the graders.checks modules it reaches through what it imported
+    (modules, and the modules of its functions and classes), breadth first, in import order."""
+    reached, queue = [check], [check]
+    while queue:
+        for value in list(vars(queue.pop(0)).values()):
+            name = value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", None)
+            module = (
+                sys.modules.get(name)
+                if isinstance(name, str) and name.startswith("graders.checks.")
+                else None
+            )
+            if module is not None and module not in reached:
+                reached.append(module)
+                queue.append(module)
+    return reached
+
+
 @cache
 def named_mistakes(slug: str) -> dict[str, str]:
     """id -> sentence for every mistake the challenge's battery can name. KeyError for an unknown slug;
@@ -45,13 +63,16 @@ def named_mistakes(slug: str) -> dict[str, str]:
     if explicit is not None:
         return dict(explicit)
     # The check module's own names first, then those of the graders.checks modules it was built from
-    # (paged_kv_driver, sampling_variants, attention_common, ...): a sentence is imported by name.
-    names = _constants(check)
-    for module_name in sorted(sys.modules):
-        module = sys.modules[module_name]
-        if module_name.startswith("graders.checks.") and module is not check:
-            for sentence, name in _constants(module).items():
-                names.setdefault(sentence, name)
+    # (paged_kv_driver, sampling_variants, attention_common, ...), nearest first: a sentence is
+    # imported by name. Only as a last resort any other loaded check module: which of those are
+    # loaded depends on what this process graded before, and two batteries may hold one sentence
+    # under two names (kv-cache-buffer's SWAPPED is paged-kv-cache's KV_SWAPPED).
+    names: dict[str, str] = {}
+    built_from = _built_from(check)
+    others = [sys.modules[n] for n in sorted(sys.modules) if n.startswith("graders.checks.")]
+    for module in [*built_from, *(m for m in others if m not in built_from)]:
+        for sentence, name in _constants(module).items():
+            names.setdefault(sentence, name)
     mistakes: dict[str, str] = {}
     # A battery that lists none names none (tests/graders/test_mistake_hints.py fails for it).
     for sentence in getattr(check, "KNOWN_MISTAKES", ()):

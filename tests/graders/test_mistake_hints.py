@@ -8,6 +8,9 @@ does: this checks which mistake the battery names and which hint follows, not th
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -75,3 +78,28 @@ def test_a_battery_mistake_without_an_id_leaves_the_verdict_as_it_was(
         assert with_mistake_hints(failed, hints_of("decode-step")) == failed
     finally:
         named_mistakes.cache_clear()
+
+
+def test_a_mistakes_id_does_not_depend_on_what_else_was_graded() -> None:
+    """Each battery's ids, worked out in a process that loaded only that battery, are those of a
+    process that loaded every battery: the web app's process loads what it happened to grade."""
+    script = (
+        "import json, sys\n"
+        "import graders.checks as gc\n"
+        "from graders.mistakes import named_mistakes\n"
+        "slugs = sys.argv[1:]\n"
+        "if len(slugs) > 1:\n"
+        "    [gc.load_check(s) for s in slugs]\n"
+        "print(json.dumps({s: sorted(named_mistakes(s)) for s in slugs[-1:]}))\n"
+    )
+
+    def ids(*slugs: str) -> dict[str, list[str]]:
+        out = subprocess.run(
+            [sys.executable, "-c", script, *slugs], capture_output=True, text=True, check=True
+        )
+        return json.loads(out.stdout)
+
+    everything = sorted(CHALLENGE_MODULES)
+    for slug in ("paged-kv-cache", "kv-cache-buffer", "sampling", "decode-step"):
+        loaded_first = [s for s in everything if s != slug] + [slug]
+        assert ids(slug) == ids(*loaded_first), slug
