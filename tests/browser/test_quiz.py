@@ -35,7 +35,7 @@ def test_sign_up_quiz_rate_and_find_it_again(page) -> None:  # type: ignore[no-u
     page.goto("/progress")
     assert stat(page, "reviews") == 0 and stat(page, "streak") == 0
     due_label = page.locator("#stat-due-today + .stat-label")
-    expect(due_label).to_have_text(f"due today (with {due_before} new)")
+    expect(due_label).to_have_text(f"to study today (with {due_before} new)")
 
     # A 5-card quiz over two topics whose cards have numeric problems.
     page.get_by_role("link", name="Quiz", exact=True).click()
@@ -105,7 +105,8 @@ def test_sign_up_quiz_rate_and_find_it_again(page) -> None:  # type: ignore[no-u
     expect(page.locator(".history tbody tr")).to_have_count(min(reviews, 20))  # the 20 latest
     expect(page.locator(f'.heat-cell[data-count="{reviews}"]')).to_have_count(1)
     assert page.locator(".mastery-percent").filter(has_not_text=re.compile(r"^0%$")).count() >= 1
-    expect(due_label).to_have_text(f"due today (with {due_before - 5} new)")  # 5 introduced, due again soon
+    # 5 introduced, due again soon
+    expect(due_label).to_have_text(f"to study today (with {due_before - 5} new)")
     screenshot(page, "progress-dashboard")
 
     # Log out: a fresh guest sees none of it.

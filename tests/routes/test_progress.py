@@ -84,3 +84,27 @@ def test_nobody_sees_someone_elses_progress(client: TestClient) -> None:
         assert board["total_reviews"] == 0 and board["history"] == [] and board["due"]["now"] == 0
         assert 'id="stat-reviews">0<' in visitor.get("/progress").text
     assert client.get("/api/progress").json()["total_reviews"] == 5
+
+
+def _number(page: str, pattern: str) -> int:
+    match = re.search(pattern, page)
+    assert match, pattern
+    return int(match.group(1))
+
+
+def test_home_quiz_and_progress_state_the_same_counts(client: TestClient) -> None:
+    """One definition of what is due on every page (issue 22): home's "to study today" is the
+    dashboard's, the quiz's "due now" is the dashboard's, and its "Due now and new" offers exactly
+    what is due now plus today's new cards, after easy ratings and after misses alike."""
+    signup(client, "counts@example.com")
+    finish_quiz(client, start_quiz(client, topics=["kv-memory"], size=3), rating="easy")
+    finish_quiz(client, start_quiz(client, topics=["mha-mqa-gqa"], size=3), rating="again")
+    board = client.get("/api/progress").json()["due"]
+    home, quiz, progress = (client.get(p).text for p in ("/", "/quiz", "/progress"))
+    assert _number(home, r'class="due-count">(\d+)<') == board["today"]
+    assert _number(progress, r'id="stat-due-today">(\d+)<') == board["today"]
+    assert "to study today" in home and "to study today" in progress
+    due_now = _number(quiz, r'id="quiz-due-now">(\d+)<')
+    assert due_now == _number(progress, r'id="stat-due-now">(\d+)<') == board["now"]
+    assert _number(quiz, r'id="quiz-due-mode-count">(\d+)<') == board["now"] + board["new_today"]
+    assert board["new_today"] == 10 - 6  # ten new a day, six introduced
