@@ -123,3 +123,26 @@ def assert_wrong_and_distinct(variants: Sequence[tuple[Any, torch.Tensor]], righ
         assert not close(wrong, right), mistakes
     for (a, wrong_a), (b, wrong_b) in itertools.combinations(variants, 2):
         assert not close(wrong_a, wrong_b), (a, b)
+
+
+def drawn_by_the_mock(topic: str, draws: int = 30) -> set[str]:
+    """The challenges a mock interview on `topic` draws over seeds 0 .. draws - 1, for someone who
+    has passed none: a new challenge's topics must let the mock reach it."""
+    import random
+
+    from app.content.catalog import load_catalog
+    from app.services.mock.plan import choose_challenge
+
+    catalog = load_catalog(ROOT / "questions")
+    chosen = (
+        choose_challenge(
+            catalog=catalog,
+            passed=set(),
+            topics=[topic],
+            difficulty=None,
+            topic_weight={},
+            rng=random.Random(seed),
+        )
+        for seed in range(draws)
+    )
+    return {c.slug for c in chosen if c}

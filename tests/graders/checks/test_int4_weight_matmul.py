@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import random
-
 import pytest
 import torch
 
@@ -24,6 +22,7 @@ from tests.graders.checks.helpers import (
     assert_solution_passes_cleanly,
     cases_dir,
     challenge_dir,
+    drawn_by_the_mock,
     run,
     seen_per_seed,
 )
@@ -152,22 +151,4 @@ def test_each_run_draws_fresh_inputs_unless_seeded() -> None:
 
 
 def test_the_mock_interview_can_draw_it() -> None:
-    from app.content.catalog import load_catalog
-    from app.services.mock.plan import choose_challenge
-
-    catalog = load_catalog(CHALLENGE.parents[1])
-    drawn = {
-        c.slug
-        for seed in range(30)
-        if (
-            c := choose_challenge(
-                catalog=catalog,
-                passed=set(),
-                topics=["quantization"],
-                difficulty=None,
-                topic_weight={},
-                rng=random.Random(seed),
-            )
-        )  # fmt: skip
-    }
-    assert "int4-weight-matmul" in drawn
+    assert "int4-weight-matmul" in drawn_by_the_mock("quantization")

@@ -13,6 +13,7 @@ from tests.graders.checks.helpers import (
     assert_solution_passes_cleanly,
     cases_dir,
     challenge_dir,
+    drawn_by_the_mock,
     passed,
     run,
     seen_per_seed,
@@ -108,24 +109,4 @@ def test_each_run_draws_fresh_inputs_unless_seeded() -> None:
 
 
 def test_the_mock_interview_can_draw_it() -> None:
-    import random
-
-    from app.content.catalog import load_catalog
-    from app.services.mock.plan import choose_challenge
-
-    catalog = load_catalog(CHALLENGE.parents[1])
-    drawn = {
-        c.slug
-        for seed in range(20)
-        if (
-            c := choose_challenge(
-                catalog=catalog,
-                passed=set(),
-                topics=["moe-inference"],
-                difficulty=None,
-                topic_weight={},
-                rng=random.Random(seed),
-            )
-        )  # fmt: skip
-    }
-    assert "moe-routing" in drawn
+    assert "moe-routing" in drawn_by_the_mock("moe-inference", draws=20)

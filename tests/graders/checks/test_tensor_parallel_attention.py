@@ -3,8 +3,6 @@ variants of a rank's partial, and what it tells a wrong or odd submission."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 import torch
 
@@ -21,6 +19,7 @@ from tests.graders.checks.helpers import (
     assert_wrong_and_distinct,
     cases_dir,
     challenge_dir,
+    drawn_by_the_mock,
     run,
     seen_per_seed,
 )
@@ -194,22 +193,4 @@ def test_each_run_draws_fresh_inputs_unless_seeded() -> None:
 
 
 def test_the_mock_interview_can_draw_it() -> None:
-    from app.content.catalog import load_catalog
-    from app.services.mock.plan import choose_challenge
-
-    catalog = load_catalog(CHALLENGE.parents[1])
-    drawn = {
-        c.slug
-        for seed in range(30)
-        if (
-            c := choose_challenge(
-                catalog=catalog,
-                passed=set(),
-                topics=["parallelism"],
-                difficulty=None,
-                topic_weight={},
-                rng=random.Random(seed),
-            )
-        )  # fmt: skip
-    }
-    assert check.SLUG in drawn
+    assert check.SLUG in drawn_by_the_mock("parallelism")
