@@ -39,6 +39,7 @@ torch.set_num_threads(1)
 
 from collections.abc import Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
@@ -149,3 +150,44 @@ def client(settings: Settings) -> Iterator[TestClient]:
 @pytest.fixture
 def bank_root() -> Path:
     return ROOT / "questions"
+
+
+def _tree_stamp(root: Path) -> tuple[tuple[str, int, int], ...]:
+    """Every file under root with its modification time and size: what a reload would read."""
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    return tuple((p.as_posix(), s.st_mtime_ns, s.st_size) for p in files for s in [p.stat()])
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_catalog_and_fork_server_per_process() -> Iterator[None]:
+    """What every test app would otherwise redo at its start, done once per test process.
+
+    - The catalog: an app loads and validates the whole of questions/ when it starts (0.1 s
+      warm, 445 tests start one). A loaded catalog is kept per folder and reused while no file
+      under it changed (a test that writes a bank of its own gets its own, and an edited file
+      is read again), so what an app is given is what it would have loaded.
+    - The fork server: a server's shutdown stops the sandbox (right for a server), so every test
+      app with grading workers started a new one, 2 s of importing torch in its process each.
+      Here the process's one fork server outlives the apps and stops when the process ends;
+      a test that needs a fresh one still calls graders.sandbox.client.shutdown_shared.
+    """
+    import app.main
+    import graders.runner
+
+    real_load, real_shutdown = app.main.load_catalog, graders.runner.shutdown
+    loaded: dict[Path, tuple[object, Any]] = {}
+
+    def load_catalog(root: Path) -> Any:
+        stamp = _tree_stamp(Path(root))
+        kept = loaded.get(Path(root))
+        if kept is None or kept[0] != stamp:
+            kept = loaded[Path(root)] = (stamp, real_load(root))
+        return kept[1]
+
+    app.main.load_catalog = load_catalog  # type: ignore[assignment]
+    graders.runner.shutdown = lambda: None
+    try:
+        yield
+    finally:
+        app.main.load_catalog, graders.runner.shutdown = real_load, real_shutdown
+        real_shutdown()

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.content.loader import ContentError, Problem
 from app.content.schema import SLUG
+from app.content.yaml_text import load_yaml
 from app.enums import Difficulty
 
 FILES = ("challenge.yaml", "prompt.md", "starter.py", "solution.py")
@@ -72,7 +73,7 @@ def load_challenges(root: Path, known_topics: set[str] | None = None) -> list[Ch
         if len(texts) < len(FILES):
             continue
         try:
-            meta = ChallengeMeta.model_validate(yaml.safe_load(texts["challenge.yaml"]))
+            meta = ChallengeMeta.model_validate(load_yaml(texts["challenge.yaml"]))
         except yaml.YAMLError as exc:
             problems.append(Problem(f"{rel}/challenge.yaml", "file", f"malformed YAML: {exc}"))
             continue

@@ -31,6 +31,7 @@ import yaml
 from pydantic import ValidationError
 
 from app.content.schema import Card, CardFrontMatter, FollowUp, FollowUpMeta, Topic, WrongAnswer
+from app.content.yaml_text import load_yaml
 
 REQUIRED_SECTIONS = ("Question", "Key points", "Follow-ups", "Common wrong answers")
 OPTIONAL_SECTIONS = ("Notes",)
@@ -128,7 +129,7 @@ def _follow_ups(pairs: list[tuple[str, str]], rel_path: str, problems: list[Prob
         where = f"## Follow-ups {i} ({question[:50]!r})"
         first, _, rest = body.partition("\n")
         try:
-            meta = yaml.safe_load(first) if first.lstrip().startswith("{") else None
+            meta = load_yaml(first) if first.lstrip().startswith("{") else None
         except yaml.YAMLError:
             meta = None
         if not isinstance(meta, dict):
@@ -173,7 +174,7 @@ def parse_card(text: str, rel_path: str) -> tuple[Card | None, list[Problem]]:
     if not match:
         return problem("front matter", "the file must start with a '---' YAML block closed by '---'")
     try:
-        meta = yaml.safe_load(match.group(1))
+        meta = load_yaml(match.group(1))
     except yaml.YAMLError as exc:
         return problem("front matter", f"malformed YAML: {str(exc).splitlines()[0]}")
     if not isinstance(meta, dict):
@@ -239,7 +240,7 @@ def parse_card(text: str, rel_path: str) -> tuple[Card | None, list[Problem]]:
 def load_topics(root: Path) -> tuple[list[Topic], list[Problem]]:
     path = root / "topics.yaml"
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = load_yaml(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         return [], [Problem("topics.yaml", "file", str(exc).splitlines()[0])]
     if not isinstance(raw, list):

@@ -35,6 +35,7 @@ from graders.sandbox.protocol import SubmissionLink
 T, D, F_, E, TOP_K = 2048, 128, 256, 64, 1
 BUDGET_FACTOR = 6.0
 SLACK_S = 0.1  # decoding the inputs in the child and first touching their pages
+RETRIES = 3  # calls at most, when the first is over budget
 DENSE_CPU = "runs every expert on every token (by the CPU time its process used)"
 
 
@@ -56,25 +57,46 @@ def _reference_cpu(args: tuple[object, ...]) -> float:
         torch.set_num_threads(threads)
 
 
-def test_cpu_time(report: CheckReport, session: SubmissionLink, rng: Rng) -> str:
-    """One moe_layer call at T=2048, E=64, top_k=1, timed by the kernel from outside the child."""
+def _inputs(rng: Rng) -> tuple[object, ...]:
+    """Fresh inputs of one size: x [T, D], router [D, E], gate and up [E, D, F], down [E, F, D]."""
     x = rng.randn(T, D)
     w_router = rng.randn(D, E) * 1.5 / D**0.5
     w_gate, w_up = rng.randn(E, D, F_) / D**0.5, rng.randn(E, D, F_) / D**0.5
     w_down = rng.randn(E, F_, D) / F_**0.5
-    args = (x, w_router, w_gate, w_up, w_down, TOP_K)
+    return (x, w_router, w_gate, w_up, w_down, TOP_K)
+
+
+def _timed_call(session: SubmissionLink, args: tuple[object, ...]) -> float | None:
+    """One moe_layer call in the child, its output checked: the CPU seconds it used (None where the
+    child's CPU time cannot be read)."""
     before = session.cpu_seconds()
     got = session.call("moe_layer", *args)
     after = session.cpu_seconds()
     out = as_tensor(got, "moe_layer's output")
-    want = moe_layer(*args)
+    want = moe_layer(*args)  # type: ignore[arg-type]
     if out.shape != want.shape or not torch.allclose(out, want, rtol=1e-4, atol=1e-5):
         raise Mismatch(f"moe_layer's output differs from the reference at T={T}, E={E}, top_k={TOP_K}")
+    return None if before is None or after is None else after - before
+
+
+def test_cpu_time(report: CheckReport, session: SubmissionLink, rng: Rng) -> str:
+    """One moe_layer call at T=2048, E=64, top_k=1, timed by the kernel from outside the child."""
+    args = _inputs(rng)
+    used = _timed_call(session, args)
     reference = _reference_cpu(args)
     budget = BUDGET_FACTOR * reference + SLACK_S
-    if before is None or after is None:
+    if used is None:
         return f"CPU time not measurable here; the reference took {reference * 1000:.0f} ms"
-    used = after - before
+    # Over budget once may be a crowded machine (shared caches and memory bandwidth inflate CPU time
+    # too: once seen with 9 busy processes on 2 cores), so the best of up to RETRIES calls decides,
+    # as the reference's best of three does. Each retry gets fresh inputs, so an answer remembered
+    # from a slow first call cannot pass; dense work is 64 x over on every call.
+    for _ in range(RETRIES - 1):
+        if used <= budget:
+            break
+        again = _timed_call(session, _inputs(rng))
+        if again is not None:
+            used = min(used, again)
     if used > budget:
         report.diagnose(DENSE_CPU)
         raise Mismatch(

@@ -41,7 +41,8 @@ def test_choice_options_are_short_forms_and_the_answer_shows_each_point_in_full(
             box.check()
         page.get_by_role("button", name="Check my answer").click()
         right = page.locator(".choices.answered li.opt-right")
-        assert right.count() >= 1
+        # The answered page is a new load: wait for it before counting (a bare count() races it).
+        expect(right.first).to_be_visible()
         for i in range(right.count()):
             option = right.nth(i)
             full = option.locator(".key-point-in-full")

@@ -25,7 +25,11 @@ from graders.sweep import (
 )
 from tests.graders.golden import Case, golden_cases, hints_of
 
-CI_SEEDS = (0, 1, 2, 14, 82)  # 14 and 82 once let a right answer fail a too-tight test
+# CI's handful of the sweep's seeds. A mistake is graded on three (the full 200 run with `kvprep
+# sweep` whenever a battery changes, README); a right answer on two more, the seeds that once made
+# a too-tight test fail it.
+CI_SEEDS = (0, 1, 2)
+RIGHT_ANSWER_SEEDS = (*CI_SEEDS, 14, 82)
 _SEED_ZERO: dict[tuple[str, Path], Any] = {}
 
 
@@ -41,7 +45,7 @@ def graded(slug: str, path: Path, seed: int) -> Any:
 
 @pytest.mark.parametrize("case", failing_cases(with_passing=True), ids=lambda c: c.id)
 def test_every_golden_case_on_the_ci_seeds(case: SweepCase) -> None:
-    for seed in CI_SEEDS:
+    for seed in RIGHT_ANSWER_SEEDS if case.must_pass else CI_SEEDS:
         outcome = sweep_case(case, range(seed, seed + 1), graded)
         assert outcome.crashed is None, outcome.crashed
         assert not outcome.passed_on and not outcome.failed_on, format_outcome(outcome)
