@@ -6,7 +6,8 @@
 - interviews.py: reading interviews with ownership, where one stands;
 - answers.py: answering each question and its follow-up in order, submitting code;
 - scoring.py: the user's ticks, each question's score, feeding spaced repetition once;
-- report.py: the report (safe for a shared link); sharing.py: its read-only link.
+- report.py: the report (safe for a shared link); sharing.py: its read-only link;
+- rubric.py: the report's rubric, five signals rated 1-4 per answer with their evidence.
 
 Asking a card (recall, multiple choice, a numeric problem that fits the card) is
 app/services/questions.py, shared with the quiz; matching a common wrong answer is
@@ -46,10 +47,10 @@ from app.services.mock.report import (
     Report,
     ReviewLink,
     TopicScore,
-    WrongMatch,
     build_report,
     challenge_outcome,
 )
+from app.services.mock.rubric import Answered, Rubric, SignalRating, WrongMatch
 from app.services.mock.scoring import Mark, item_score, rating_for, score_mock
 from app.services.mock.sharing import REVOKED, active_token, get_shared, revoke, share, was_revoked
 from app.services.wrong_answers import bank_common_words, common_words, content_words, matches_wrong_answer
@@ -60,12 +61,15 @@ __all__ = [
     "LENGTHS",
     "MOVED_ON",
     "REVOKED",
+    "Answered",
     "ChallengeOutcome",
     "ItemReport",
     "Mark",
     "MockSpec",
     "Report",
     "ReviewLink",
+    "Rubric",
+    "SignalRating",
     "TopicScore",
     "WrongMatch",
     "active_token",
