@@ -25,6 +25,7 @@ from app.routes.mock.models import (
     MockAnswer,
     MockCreate,
     MockReport,
+    MockRubricCorrection,
     MockScore,
     MockShareLink,
     MockState,
@@ -177,6 +178,19 @@ def get_report(mock: OwnMock, session: SessionDep, catalog: CatalogDep, clock: C
     if not mocks.close_if_due(session=session, mock=mock, now=now):
         raise Conflict("The interview is still running: the report comes once the clock stops")
     return report_view(mocks.build_report(session=session, mock=mock, catalog=catalog, now=now))
+
+
+@router.post(
+    "/{mock_id}/rubric", response_model=MockReport, responses=refusals(NotFound, Conflict, InvalidInput)
+)
+def post_rubric_correction(
+    mock: OwnMock, body: MockRubricCorrection, session: SessionDep, catalog: CatalogDep, clock: ClockDep
+) -> Public:
+    """Correct one rating of the rubric; the report with the correction, the computed rating beside it."""
+    mocks.correct_signal(
+        session=session, mock=mock, position=body.position, signal=body.signal, rating=body.rating
+    )
+    return report_view(mocks.build_report(session=session, mock=mock, catalog=catalog, now=clock.now()))
 
 
 @router.post("/{mock_id}/share", response_model=MockShareLink, responses=refusals(Conflict))

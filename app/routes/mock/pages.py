@@ -185,7 +185,15 @@ def mock_page(
     token = mocks.active_token(mock)
     url = share_url(request, token) if token else None
     return templates.TemplateResponse(
-        request, "mock/report.html", {"mock": mock, "report": report, "share_url": url, "shared": False}
+        request,
+        "mock/report.html",
+        {
+            "mock": mock,
+            "report": report,
+            "share_url": url,
+            "shared": False,
+            "rating_names": mocks.RUBRIC_RATINGS,
+        },
     )
 
 
@@ -228,6 +236,7 @@ def _back(mock_id: int | None) -> RedirectResponse:
 FINISHED = "Interview ended. Now score your answers against the strong ones."
 SHARED = "Anyone with the link below can read this report (and nothing else of yours)."
 UNSHARED = "The link is revoked: whoever opens it is told so, and sees nothing of the report."
+CORRECTED = "Your rating is kept, marked as corrected; the computed one stays beside it."
 
 
 def _act(
@@ -345,3 +354,24 @@ def mock_share_form(mock: OwnMock, request: Request, session: SessionDep) -> Red
 @pages.post("/{mock_id}/unshare", dependencies=[CsrfChecked])
 def mock_unshare_form(mock: OwnMock, request: Request, session: SessionDep) -> RedirectResponse:
     return _act(request, mock.id, lambda: mocks.revoke(session=session, mock=mock), UNSHARED, "success")
+
+
+@pages.post("/{mock_id}/rubric", dependencies=[CsrfChecked])
+def mock_rubric_form(
+    mock: OwnMock,
+    request: Request,
+    session: SessionDep,
+    position: Annotated[int, Form(ge=0, le=MAX_ID)],
+    signal: Annotated[str, Form(max_length=20)],
+    rating: Annotated[int, Form(ge=1, le=4)],
+) -> RedirectResponse:
+    """The candidate's own rating of one signal of one answer's rubric, kept after reload."""
+    return _act(
+        request,
+        mock.id,
+        lambda: mocks.correct_signal(
+            session=session, mock=mock, position=position, signal=signal, rating=rating
+        ),
+        CORRECTED,
+        "success",
+    )

@@ -286,7 +286,7 @@ def _rubric(item: MockItem, key_points: Sequence[str], matched: list[WrongMatch]
         checked=item.correct,
         partial=bool((item.response or {}).get("partial")),
     )
-    return rate(answered)
+    return rate(answered, item.rubric_corrections)
 
 
 def _topic_scores(card_items: list[ItemReport]) -> list[TopicScore]:

@@ -160,7 +160,7 @@ def _correct(a: Answered) -> tuple[int, str, list[str]]:
 
 def _complete(a: Answered) -> tuple[int | None, str, list[str]]:
     if a.kind != MockItemKind.RECALL or not a.key_points:
-        return None, "not rated: nothing to tick on this kind of question", []
+        return None, "nothing to tick on this kind of question", []
     n, got = len(a.key_points), len(a.covered)
     evidence = [
         f"{'Covered' if i in a.covered else 'Missed'} key point {i + 1}: “{short(p)}”"
@@ -185,7 +185,7 @@ def _quantitative(a: Answered) -> tuple[int | None, str, list[str]]:
         )
     wanted = {i: numbers(p) for i, p in enumerate(a.key_points) if numbers(p)}
     if a.kind != MockItemKind.RECALL or not wanted:
-        return None, "not rated: the strong answer has no figure to check", []
+        return None, "the strong answer has no figure to check", []
     given = numbers(a.answer) + numbers(a.follow_up_answer)
     if not given:
         return (
@@ -205,7 +205,8 @@ def _quantitative(a: Answered) -> tuple[int | None, str, list[str]]:
 
 
 def _trade_offs(a: Answered) -> tuple[int, str, list[str]]:
-    weighed = [_quote(t, m) for t in (a.answer, a.follow_up_answer) for m in _WEIGHING.finditer(t)][:3]
+    found = [_quote(t, m) for t in (a.answer, a.follow_up_answer) for m in _WEIGHING.finditer(t)]
+    weighed = list(dict.fromkeys(found))[:3]  # the same words in both answers, quoted once
     evidence = [
         "Follow-up covered (your tick)" if a.follow_up_covered else "Follow-up not covered",
         f"Weighed a cost or an alternative: {'; '.join(weighed)}"
@@ -226,7 +227,7 @@ def _clear(a: Answered) -> tuple[int | None, str, list[str]]:
     text = "\n".join(t for t in texts if t)
     if not text:
         if a.kind != MockItemKind.RECALL:
-            return None, "not rated: nothing typed", []
+            return None, "nothing typed", []
         return 1, "nothing typed", []
     words = len(text.split())
     longest = max(len(s.split()) for s in _SENTENCE_END.split(text) if s.strip())
@@ -241,7 +242,8 @@ def _clear(a: Answered) -> tuple[int | None, str, list[str]]:
     if longest > RUN_ON_FROM:
         faults.append(f"a sentence of {longest} words")
     evidence = faults or [f"{words} words, no hedge, longest sentence {longest} words"]
-    return max(1, 4 - len(faults)), (f"{len(faults)} fault{'s' if len(faults) != 1 else ''}"), evidence
+    reason = f"{len(faults)} of the 3 faults" if faults else "none of the 3 faults (length, hedging, run-on)"
+    return max(1, 4 - len(faults)), reason, evidence
 
 
 _RATERS = {
