@@ -1,6 +1,7 @@
 """The report's rubric as a person uses it: a one-question mock answered with the real controls,
 ended, scored; the rubric shows five signals with their evidence; one rating corrected through its
-form stays corrected after a reload, the computed one beside it. At a desktop width and a phone's;
+form stays corrected after a reload, the computed one beside it; the debrief's "Try this question
+again" starts a one-question mock on the same card. At a desktop width and a phone's;
 screenshots in test-artifacts/.
 """
 
@@ -62,5 +63,19 @@ def test_a_rubric_rating_corrected_on_the_report_is_kept(browser, live_server: s
     expect(clear.locator(".signal-rating")).to_have_attribute("data-rating", str(mine))
     expect(clear.locator(".badge.corrected")).to_have_text("corrected")
     expect(clear.locator(".computed")).to_have_text(f"(computed {computed}/4)")
+
+    # The debrief: each missed point's strong wording beside the closest the answer came, and a retry.
+    debrief = page.locator("#q1 .mock-debrief")
+    expect(debrief.locator(".debrief-point").first).to_contain_text("Strong answer, key point 2")
+    title = page.locator("#q1 h3 a").inner_text()
+    debrief.get_by_role("button", name="Try this question again").click()
+    expect(page.locator(".mock-progress")).to_contain_text("Question 1 of 1")
+    expect(page.get_by_label("Your answer")).to_be_visible()
+    screenshot(page, f"mock-retry-{width}")
+    # It asks that card: ending it at once shows the same card to score.
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="End the interview").click()
+    expect(page.get_by_role("heading", name="Score your answers")).to_be_visible()
+    expect(page.locator(".mock-score-item h2")).to_contain_text(title)
     context.close()
     assert violations == []

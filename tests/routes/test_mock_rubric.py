@@ -127,3 +127,40 @@ def test_the_api_corrects_and_refuses_what_cannot_be(rubric_client: TestClient, 
     )
     # Someone else's interview: 404, as for every other route.
     assert other_client(rubric_client).post(f"/api/mock/{mock_id}/rubric", json=body).status_code == 404
+    # The API's retry of one card: one question on it, whatever the length sent.
+    card = fixed.json()["items"][0]["card_id"]
+    retry = rubric_client.post("/api/mock", json={"minutes": 45, "card": card})
+    assert retry.status_code == 201, retry.text
+    assert retry.json()["questions"] == 1 and retry.json()["minutes"] == 4
+    rubric_client.post(f"/api/mock/{retry.json()['id']}/finish", headers=BODYLESS)
+    assert rubric_client.post("/api/mock", json={"minutes": 45, "card": "no-such-card"}).status_code == 404
+
+
+def test_the_debrief_and_try_this_question_again(rubric_client: TestClient, clock: ManualClock) -> None:
+    interview = scored_interview(rubric_client, clock)
+    first = interview["report"]["items"][0]
+    assert first["kind"] == "recall" and first["covered"] == [0]
+    assert [m["point"] for m in first["debrief"]] == list(range(1, len(first["key_points"])))
+    assert all(m["strong"] == first["key_points"][m["point"]] for m in first["debrief"])
+    page = rubric_client.get(interview["url"]).text
+    debrief = re.search(r'<div class="mock-debrief"[^>]*data-position="0">(.*?)</form>', page, re.S)
+    assert debrief and "Strong answer, key point 2" in debrief.group(1)
+    assert f'name="card_id" value="{first["card_id"]}"' in debrief.group(1)
+
+    # The button: a one-question interview on that card, running.
+    token = csrf(rubric_client, interview["url"])
+    retried = rubric_client.post("/mock/retry", data={"csrf_token": token, "card_id": first["card_id"]})
+    assert retried.status_code == 200 and "Question 1 of 1" in retried.text
+    mock_id = int(str(retried.url).rstrip("/").rsplit("/", 1)[1])
+    state = rubric_client.get(f"/api/mock/{mock_id}").json()
+    assert state["status"] == "running" and state["questions"] == 1 and not state["with_challenge"]
+    assert state["current"]["kind"] == "recall"
+    # A second one while it runs: back to the running one, told why.
+    again = rubric_client.post("/mock/retry", data={"csrf_token": token, "card_id": first["card_id"]})
+    assert (
+        str(again.url).endswith(f"/mock/{mock_id}") and "already have a mock interview running" in again.text
+    )
+    # The shared report shows the debrief, and no button.
+    share = rubric_client.post(f"/api/mock/{interview['id']}/share", headers=BODYLESS).json()
+    shared = other_client(rubric_client).get(f"/mock/shared/{share['token']}").text
+    assert "Strong answer, key point 2" in shared and "/mock/retry" not in shared

@@ -65,7 +65,7 @@ def list_mocks(session: SessionDep, catalog: CatalogDep, user: Visitor, clock: C
     status_code=201,
     response_model=MockState,
     response_model_exclude_unset=True,
-    responses=refusals(Conflict, InvalidInput),
+    responses=refusals(Conflict, InvalidInput, NotFound),
 )
 def create_mock(
     body: MockCreate,
@@ -76,7 +76,11 @@ def create_mock(
     clock: ClockDep,
 ) -> MockState:
     now = clock.now()
-    spec = mocks.MockSpec(body.minutes, tuple(body.topics), body.difficulty, body.with_challenge)
+    spec = (
+        mocks.one_question(body.card, settings)
+        if body.card
+        else mocks.MockSpec(body.minutes, tuple(body.topics), body.difficulty, body.with_challenge)
+    )
     mock = mocks.start_mock(
         session=session, user=user, spec=spec, catalog=catalog, settings=settings, now=now
     )

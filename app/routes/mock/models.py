@@ -28,6 +28,11 @@ class MockCreate(ApiModel):
         default=None, description="null means mixed"
     )
     with_challenge: StrictBool = True
+    card: str | None = Field(
+        default=None,
+        max_length=80,
+        description="a one-question retry of this card (a report's debrief): the other fields are ignored",
+    )
 
 
 # An answer to the current question (`step` "question") or to its follow-up (`step` "follow_up").

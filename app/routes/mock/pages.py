@@ -147,6 +147,30 @@ def mock_create_form(
     return RedirectResponse(f"/mock/{mock.id}", status_code=303)
 
 
+@pages.post("/retry", dependencies=[CsrfChecked])
+def mock_retry_form(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    catalog: CatalogDep,
+    user: CurrentUser,
+    clock: ClockDep,
+    card_id: Annotated[str, Form(max_length=80)],
+) -> RedirectResponse:
+    """ "Try this question again" from a report's debrief: a one-question interview on that card."""
+    now = clock.now()
+    spec = mocks.one_question(card_id, settings)
+    try:
+        mock = mocks.start_mock(
+            session=session, user=user, spec=spec, catalog=catalog, settings=settings, now=now
+        )
+    except Conflict as exc:  # another interview is running: back to it
+        running = mocks.running_mock(session=session, user_id=user.id or 0, now=now)
+        flash(request, exc.message, "error")
+        return RedirectResponse(f"/mock/{running.id}" if running else "/mock", status_code=303)
+    return RedirectResponse(f"/mock/{mock.id}", status_code=303)
+
+
 @pages.get("/shared/{token}", response_class=HTMLResponse, name="shared_report_page")
 def shared_report_page(
     token: str, request: Request, session: SessionDep, catalog: CatalogDep, clock: ClockDep

@@ -6,7 +6,6 @@ It says nothing about the interview's owner, so the shared link can show it as i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -20,15 +19,15 @@ from app.enums import MockItemKind, SubmissionStatus
 from app.models import Card, MockInterview, MockItem, Topic
 from app.services import key_point_suggestions, scheduling
 from app.services.card_content import content
+from app.services.mock.debrief import Missed, debrief_of
 from app.services.mock.interviews import challenge_submissions, mock_items
 from app.services.mock.rubric import (
     OVERALL_RULE,
     RATING_NAMES,
-    Answered,
     Rubric,
     WrongMatch,
     interview_overall,
-    rate,
+    rubric_of,
 )
 from app.services.mock.scoring import CHALLENGE_WEIGHT, GOOD_FROM, item_score
 from app.services.wrong_answers import bank_common_words, matches_wrong_answer
@@ -84,6 +83,7 @@ class ItemReport:
     due_after: datetime | None = None
     challenge: ChallengeOutcome | None = None
     rubric: Rubric | None = None  # once scored, for a card question the clock reached (rubric.py)
+    debrief: list[Missed] = field(default_factory=list)  # a spoken answer's missed points (debrief.py)
 
 
 @dataclass(frozen=True)
@@ -270,23 +270,9 @@ def _card_report(
         matched=matched,
         rating=scheduling.RATING_NAMES[Rating(item.rating)] if item.rating else None,
         due_after=item.due_after,
-        rubric=_rubric(item, asked.key_points, matched) if scored and item.asked_at else None,
+        rubric=rubric_of(item, asked.key_points, matched) if scored and item.asked_at else None,
+        debrief=debrief_of(item, asked.key_points) if scored else [],
     )
-
-
-def _rubric(item: MockItem, key_points: Sequence[str], matched: list[WrongMatch]) -> Rubric:
-    answered = Answered(
-        kind=item.kind,
-        answer=item.answer or "",
-        follow_up_answer=item.follow_up_answer or "",
-        key_points=key_points,
-        covered=set(item.covered or []),
-        follow_up_covered=bool(item.follow_up_covered),
-        echoed=matched,
-        checked=item.correct,
-        partial=bool((item.response or {}).get("partial")),
-    )
-    return rate(answered, item.rubric_corrections)
 
 
 def _topic_scores(card_items: list[ItemReport]) -> list[TopicScore]:

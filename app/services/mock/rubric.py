@@ -12,8 +12,8 @@ What each signal reads, for a card question the clock reached (RubricSignal):
   or more 3, all 4. Not rated for a numeric or multiple-choice question (nothing to tick).
 - quantitative: the figures the answers gave, checked against the key points' (within 5%): 1 none
   where the strong answer has some, 2 figures but none of its, 3 some of them, 4 one for every key
-  point that has a figure. Not rated when the strong answer has none. A numeric problem: 4 right,
-  2 a wrong number, 1 none.
+  point that has a figure. Not rated when the strong answer has none. A citation's year, 0 and 1
+  are no figures. A numeric problem: 4 right, 2 a wrong number, 1 none.
 - trade_offs: the follow-up covered (the user's tick) and a cost or an alternative weighed in the
   answers ("but", "instead", "at the cost of" ...): both 4, the follow-up alone 3, the weighing
   alone 2, neither 1.
@@ -35,6 +35,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from app.enums import MockItemKind, RubricSignal
+from app.models import MockItem
 from app.services.mock.interviewer import numbers, short
 
 RATING_NAMES = {1: "very weak", 2: "weak", 3: "strong", 4: "very strong"}
@@ -66,6 +67,7 @@ _HEDGE = re.compile(
     r"\b(i think|i guess|i believe|maybe|perhaps|probably|not sure|sort of|kind of|something like)\b",
     re.IGNORECASE,
 )
+_CITATION = re.compile(r"\([^()]*(?:et al|arXiv)[^()]*\)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
@@ -117,6 +119,12 @@ def _quote(text: str, at: re.Match[str], words: int = 4) -> str:
     before = text[: at.start()].split()[-words:]
     after = text[at.end() :].split()[:words]
     return "“" + " ".join([*before, at.group(0), *after]) + "”"
+
+
+def figures(text: str) -> list[str]:
+    """The quantities a text gives as figures: not a citation's year ("(Leviathan et al., 2023)"),
+    not 0 or 1 (a mask's values, an index), which no interviewer asks to be put a number on."""
+    return [n for n in numbers(_CITATION.sub("", text)) if _value(n) not in (0.0, 1.0)]
 
 
 def _value(figure: str) -> float:
@@ -183,10 +191,10 @@ def _quantitative(a: Answered) -> tuple[int | None, str, list[str]]:
                 [f"You gave {a.answer}"],
             )
         )
-    wanted = {i: numbers(p) for i, p in enumerate(a.key_points) if numbers(p)}
+    wanted = {i: figures(p) for i, p in enumerate(a.key_points) if figures(p)}
     if a.kind != MockItemKind.RECALL or not wanted:
         return None, "the strong answer has no figure to check", []
-    given = numbers(a.answer) + numbers(a.follow_up_answer)
+    given = figures(a.answer) + figures(a.follow_up_answer)
     if not given:
         return (
             1,
@@ -297,3 +305,19 @@ def rate(a: Answered, corrections: Mapping[str, int] | None = None) -> Rubric:
         overall_name=RATING_NAMES[final],
         computed_overall=overall({s.signal: s.computed for s in signals}),
     )
+
+
+def rubric_of(item: MockItem, key_points: Sequence[str], echoed: Sequence[WrongMatch]) -> Rubric:
+    """The rubric of a scored mock question the clock reached, with the user's corrections."""
+    answered = Answered(
+        kind=item.kind,
+        answer=item.answer or "",
+        follow_up_answer=item.follow_up_answer or "",
+        key_points=key_points,
+        covered=set(item.covered or []),
+        follow_up_covered=bool(item.follow_up_covered),
+        echoed=echoed,
+        checked=item.correct,
+        partial=bool((item.response or {}).get("partial")),
+    )
+    return rate(answered, item.rubric_corrections)

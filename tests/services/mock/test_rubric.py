@@ -161,3 +161,10 @@ def test_the_report_carries_the_rubric_once_scored(db: Session, settings: Settin
     rated = [i["rubric"]["overall"] for i in data["items"] if i["rubric"]]
     assert data["rubric_overall"] == interview_overall(i.rubric for i in report.items if i.rubric)
     assert len(rated) == sum(1 for i in data["items"] if i["reached"] and i["kind"] != "challenge")
+
+
+def test_a_citation_year_and_a_mask_value_are_no_figures() -> None:
+    points = ("A new query sees keys 0 and 1 (Leviathan et al., 2023).", "The mask is 1 where it may attend.")
+    answered = Answered("recall", "The query sees keys up to 2023 positions back.", "", points, {0}, False)
+    by = {s.signal: s for s in rate(answered).signals}
+    assert by["quantitative"].rating is None  # the strong answer has no figure to check
