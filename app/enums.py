@@ -99,6 +99,15 @@ class FollowUpDifficulty(enum.StrEnum):
     HARDER = "harder"
 
 
+# The signals a mock interview's rubric rates each answer on, 1 to 4 (app/services/mock/rubric.py).
+class RubricSignal(enum.StrEnum):
+    CORRECT = "correct"
+    COMPLETE = "complete"
+    QUANTITATIVE = "quantitative"
+    TRADE_OFFS = "trade_offs"
+    CLEAR = "clear"
+
+
 # A graded submission.
 class SubmissionStatus(enum.StrEnum):
     QUEUED = "queued"

@@ -255,6 +255,9 @@ class MockItem(SQLModel, table=True):
     # user confirmed.
     suggested: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     follow_up_covered: bool | None = None
+    # The user's own ratings of the report's rubric, by signal ({"clear": 3}); the computed ones
+    # are recomputed from the answer, so both show (app/services/mock/corrections.py).
+    rubric_corrections: dict[str, int] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     rating: int | None = None  # the fsrs.Rating the score fed into spaced repetition
     due_after: datetime | None = None  # when spaced repetition asks the card again
 

@@ -25,6 +25,7 @@ from app.routes.mock.models import (
     MockAnswer,
     MockCreate,
     MockReport,
+    MockRubricCorrection,
     MockScore,
     MockShareLink,
     MockState,
@@ -64,7 +65,7 @@ def list_mocks(session: SessionDep, catalog: CatalogDep, user: Visitor, clock: C
     status_code=201,
     response_model=MockState,
     response_model_exclude_unset=True,
-    responses=refusals(Conflict, InvalidInput),
+    responses=refusals(Conflict, InvalidInput, NotFound),
 )
 def create_mock(
     body: MockCreate,
@@ -75,7 +76,11 @@ def create_mock(
     clock: ClockDep,
 ) -> MockState:
     now = clock.now()
-    spec = mocks.MockSpec(body.minutes, tuple(body.topics), body.difficulty, body.with_challenge)
+    spec = (
+        mocks.one_question(body.card, settings)
+        if body.card
+        else mocks.MockSpec(body.minutes, tuple(body.topics), body.difficulty, body.with_challenge)
+    )
     mock = mocks.start_mock(
         session=session, user=user, spec=spec, catalog=catalog, settings=settings, now=now
     )
@@ -177,6 +182,19 @@ def get_report(mock: OwnMock, session: SessionDep, catalog: CatalogDep, clock: C
     if not mocks.close_if_due(session=session, mock=mock, now=now):
         raise Conflict("The interview is still running: the report comes once the clock stops")
     return report_view(mocks.build_report(session=session, mock=mock, catalog=catalog, now=now))
+
+
+@router.post(
+    "/{mock_id}/rubric", response_model=MockReport, responses=refusals(NotFound, Conflict, InvalidInput)
+)
+def post_rubric_correction(
+    mock: OwnMock, body: MockRubricCorrection, session: SessionDep, catalog: CatalogDep, clock: ClockDep
+) -> Public:
+    """Correct one rating of the rubric; the report with the correction, the computed rating beside it."""
+    mocks.correct_signal(
+        session=session, mock=mock, position=body.position, signal=body.signal, rating=body.rating
+    )
+    return report_view(mocks.build_report(session=session, mock=mock, catalog=catalog, now=clock.now()))
 
 
 @router.post("/{mock_id}/share", response_model=MockShareLink, responses=refusals(Conflict))

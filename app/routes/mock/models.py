@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, StrictInt
 
-from app.enums import Difficulty, MockEndedBy, MockItemKind, MockPhase, MockStatus
+from app.enums import Difficulty, MockEndedBy, MockItemKind, MockPhase, MockStatus, RubricSignal
 from app.routes.challenge_models import SubmissionSummary
 from app.routes.public import Number, Public, Timestamp, public_model
 from app.routes.quiz.models import ChoiceOption
@@ -28,6 +28,11 @@ class MockCreate(ApiModel):
         default=None, description="null means mixed"
     )
     with_challenge: StrictBool = True
+    card: str | None = Field(
+        default=None,
+        max_length=80,
+        description="a one-question retry of this card (a report's debrief): the other fields are ignored",
+    )
 
 
 # An answer to the current question (`step` "question") or to its follow-up (`step` "follow_up").
@@ -50,6 +55,13 @@ class MockMark(ApiModel):
 # The user's scoring of a whole interview.
 class MockScore(ApiModel):
     items: list[MockMark] = Field(default_factory=list, max_length=100)
+
+
+# The candidate's own rating of one signal of one answer's rubric.
+class MockRubricCorrection(ApiModel):
+    position: BodyPosition
+    signal: RubricSignal
+    rating: StrictInt = Field(ge=1, le=4, description="1 very weak, 2 weak, 3 strong, 4 very strong")
 
 
 # --- the interview as it runs ---------------------------------------------------------------------
@@ -138,5 +150,9 @@ MockReport = public_model(
     mocks.Report,
     "MockReport",
     "Mock",
-    {mocks.Report: {"ended_by": MockEndedBy | None}, mocks.ItemReport: {"kind": MockItemKind}},
+    {
+        mocks.Report: {"ended_by": MockEndedBy | None},
+        mocks.ItemReport: {"kind": MockItemKind},
+        mocks.SignalRating: {"signal": RubricSignal},
+    },
 )

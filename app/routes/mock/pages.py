@@ -147,6 +147,30 @@ def mock_create_form(
     return RedirectResponse(f"/mock/{mock.id}", status_code=303)
 
 
+@pages.post("/retry", dependencies=[CsrfChecked])
+def mock_retry_form(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    catalog: CatalogDep,
+    user: CurrentUser,
+    clock: ClockDep,
+    card_id: Annotated[str, Form(max_length=80)],
+) -> RedirectResponse:
+    """ "Try this question again" from a report's debrief: a one-question interview on that card."""
+    now = clock.now()
+    spec = mocks.one_question(card_id, settings)
+    try:
+        mock = mocks.start_mock(
+            session=session, user=user, spec=spec, catalog=catalog, settings=settings, now=now
+        )
+    except Conflict as exc:  # another interview is running: back to it
+        running = mocks.running_mock(session=session, user_id=user.id or 0, now=now)
+        flash(request, exc.message, "error")
+        return RedirectResponse(f"/mock/{running.id}" if running else "/mock", status_code=303)
+    return RedirectResponse(f"/mock/{mock.id}", status_code=303)
+
+
 @pages.get("/shared/{token}", response_class=HTMLResponse, name="shared_report_page")
 def shared_report_page(
     token: str, request: Request, session: SessionDep, catalog: CatalogDep, clock: ClockDep
@@ -185,7 +209,15 @@ def mock_page(
     token = mocks.active_token(mock)
     url = share_url(request, token) if token else None
     return templates.TemplateResponse(
-        request, "mock/report.html", {"mock": mock, "report": report, "share_url": url, "shared": False}
+        request,
+        "mock/report.html",
+        {
+            "mock": mock,
+            "report": report,
+            "share_url": url,
+            "shared": False,
+            "rating_names": mocks.RUBRIC_RATINGS,
+        },
     )
 
 
@@ -228,6 +260,7 @@ def _back(mock_id: int | None) -> RedirectResponse:
 FINISHED = "Interview ended. Now score your answers against the strong ones."
 SHARED = "Anyone with the link below can read this report (and nothing else of yours)."
 UNSHARED = "The link is revoked: whoever opens it is told so, and sees nothing of the report."
+CORRECTED = "Your rating is kept, marked as corrected; the computed one stays beside it."
 
 
 def _act(
@@ -345,3 +378,24 @@ def mock_share_form(mock: OwnMock, request: Request, session: SessionDep) -> Red
 @pages.post("/{mock_id}/unshare", dependencies=[CsrfChecked])
 def mock_unshare_form(mock: OwnMock, request: Request, session: SessionDep) -> RedirectResponse:
     return _act(request, mock.id, lambda: mocks.revoke(session=session, mock=mock), UNSHARED, "success")
+
+
+@pages.post("/{mock_id}/rubric", dependencies=[CsrfChecked])
+def mock_rubric_form(
+    mock: OwnMock,
+    request: Request,
+    session: SessionDep,
+    position: Annotated[int, Form(ge=0, le=MAX_ID)],
+    signal: Annotated[str, Form(max_length=20)],
+    rating: Annotated[int, Form(ge=1, le=4)],
+) -> RedirectResponse:
+    """The candidate's own rating of one signal of one answer's rubric, kept after reload."""
+    return _act(
+        request,
+        mock.id,
+        lambda: mocks.correct_signal(
+            session=session, mock=mock, position=position, signal=signal, rating=rating
+        ),
+        CORRECTED,
+        "success",
+    )

@@ -6,7 +6,9 @@
 - interviews.py: reading interviews with ownership, where one stands;
 - answers.py: answering each question and its follow-up in order, submitting code;
 - scoring.py: the user's ticks, each question's score, feeding spaced repetition once;
-- report.py: the report (safe for a shared link); sharing.py: its read-only link.
+- report.py: the report (safe for a shared link); sharing.py: its read-only link;
+- rubric.py: the report's rubric, five signals rated 1-4 per answer with their evidence;
+  corrections.py: the candidate's own ratings of it.
 
 Asking a card (recall, multiple choice, a numeric problem that fits the card) is
 app/services/questions.py, shared with the quiz; matching a common wrong answer is
@@ -14,6 +16,7 @@ app/services/wrong_answers.py. The routes use this package as `mocks`, by the na
 """
 
 from app.services.mock.answers import answer, submit_code
+from app.services.mock.corrections import correct_signal
 from app.services.mock.deadline import close_if_due, ensure_running, finish, running_mock
 from app.services.mock.interviews import (
     MOVED_ON,
@@ -35,6 +38,7 @@ from app.services.mock.plan import (
     build_payload,
     choose_challenge,
     draw_cards,
+    one_question,
     plan_questions,
     select_cards,
     start_mock,
@@ -46,10 +50,11 @@ from app.services.mock.report import (
     Report,
     ReviewLink,
     TopicScore,
-    WrongMatch,
     build_report,
     challenge_outcome,
 )
+from app.services.mock.rubric import RATING_NAMES as RUBRIC_RATINGS
+from app.services.mock.rubric import Answered, Rubric, SignalRating, WrongMatch
 from app.services.mock.scoring import Mark, item_score, rating_for, score_mock
 from app.services.mock.sharing import REVOKED, active_token, get_shared, revoke, share, was_revoked
 from app.services.wrong_answers import bank_common_words, common_words, content_words, matches_wrong_answer
@@ -60,12 +65,16 @@ __all__ = [
     "LENGTHS",
     "MOVED_ON",
     "REVOKED",
+    "RUBRIC_RATINGS",
+    "Answered",
     "ChallengeOutcome",
     "ItemReport",
     "Mark",
     "MockSpec",
     "Report",
     "ReviewLink",
+    "Rubric",
+    "SignalRating",
     "TopicScore",
     "WrongMatch",
     "active_token",
@@ -78,6 +87,7 @@ __all__ = [
     "challenge_submissions",
     "choose_challenge",
     "close_if_due",
+    "correct_signal",
     "common_words",
     "content_words",
     "current_item",
@@ -90,6 +100,7 @@ __all__ = [
     "item_score",
     "matches_wrong_answer",
     "mock_items",
+    "one_question",
     "phase",
     "plan_questions",
     "rating_for",

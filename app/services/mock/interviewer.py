@@ -58,6 +58,11 @@ def has_number(text: str) -> bool:
     return _NUMBER.search(text) is not None
 
 
+def numbers(text: str) -> list[str]:
+    """The quantities a text gives, as written ("512", "13.2", "4.2x"), in order."""
+    return _NUMBER.findall(text)
+
+
 def _probing(follow_ups: Sequence[FollowUp], point: int) -> FollowUp | None:
     found = [f for f in follow_ups if point in f.probes]
     same = [f for f in found if f.difficulty == FollowUpDifficulty.SAME]

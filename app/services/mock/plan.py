@@ -17,11 +17,13 @@ One card (not the opener) that a numeric problem fits is asked as that problem
 (app/services/numeric.py) and, from three questions up, another as multiple choice
 (app/services/questions.py); the rest are asked as spoken questions. Every card question is
 followed by one of the card's follow-ups. The coding problem comes last and is graded by the
-grading queue like any submission, inside the same clock.
+grading queue like any submission, inside the same clock. A retry from a report's debrief
+(`one_question`) asks the one card it names, spoken, and nothing else.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import secrets
 from collections import Counter
@@ -38,7 +40,7 @@ from app.content.challenges import Challenge
 from app.models import Card, CardProgress, MockInterview, MockItem, Submission, Topic, User
 from app.services import questions, scheduling
 from app.services.card_content import as_json, content
-from app.services.errors import Conflict, InvalidInput
+from app.services.errors import Conflict, InvalidInput, NotFound
 from app.services.mock.deadline import running_mock
 from graders.verdict import Verdict
 
@@ -55,6 +57,13 @@ class MockSpec:
     difficulty: str | None = None
     with_challenge: bool = True
     seed: int | None = field(default=None, compare=False)  # tests fix it; otherwise random
+    card: str | None = None  # a one-question retry of this card (`one_question`): no draw
+
+
+def one_question(card_id: str, settings: Settings) -> MockSpec:
+    """A retry of one card from a report's debrief: asked spoken, with a follow-up, on the clock of
+    one question, and no coding problem."""
+    return MockSpec(math.ceil(settings.mock_minutes_per_question), with_challenge=False, card=card_id)
 
 
 def plan_questions(*, minutes: int, with_challenge: bool, settings: Settings) -> int:
@@ -221,12 +230,18 @@ def start_mock(
         raise Conflict("You already have a mock interview running: finish it or end it first")
 
     rng = random.Random(spec.seed if spec.seed is not None else secrets.randbits(64))
-    n = plan_questions(minutes=spec.minutes, with_challenge=spec.with_challenge, settings=settings)
-    cards = select_cards(session=session, user=user, spec=spec, n=n, settings=settings, now=now, rng=rng)
+    if spec.card is not None:
+        retried = session.get(Card, spec.card)
+        if retried is None or retried.retired:
+            raise NotFound("No such card to try again")
+        cards = [retried]
+    else:
+        n = plan_questions(minutes=spec.minutes, with_challenge=spec.with_challenge, settings=settings)
+        cards = select_cards(session=session, user=user, spec=spec, n=n, settings=settings, now=now, rng=rng)
     if not cards:
         raise InvalidInput("No card matches those topics", "topics")
     challenge = None
-    if spec.with_challenge:
+    if spec.with_challenge and spec.card is None:
         challenge = choose_challenge(
             catalog=catalog,
             passed=passed_challenges(session=session, user_id=user.id),
@@ -240,7 +255,7 @@ def start_mock(
     mock = MockInterview(
         user_id=user.id,
         minutes=spec.minutes,
-        topics=list(spec.topics),
+        topics=[cards[0].topic] if spec.card is not None else list(spec.topics),
         difficulty=spec.difficulty,
         with_challenge=challenge is not None,
         started_at=now,

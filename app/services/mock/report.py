@@ -19,18 +19,19 @@ from app.enums import MockItemKind, SubmissionStatus
 from app.models import Card, MockInterview, MockItem, Topic
 from app.services import key_point_suggestions, scheduling
 from app.services.card_content import content
+from app.services.mock.debrief import Missed, debrief_of
 from app.services.mock.interviews import challenge_submissions, mock_items
+from app.services.mock.rubric import (
+    OVERALL_RULE,
+    RATING_NAMES,
+    Rubric,
+    WrongMatch,
+    interview_overall,
+    rubric_of,
+)
 from app.services.mock.scoring import CHALLENGE_WEIGHT, GOOD_FROM, item_score
 from app.services.wrong_answers import bank_common_words, matches_wrong_answer
 from graders.verdict import Verdict
-
-
-@dataclass(frozen=True)
-class WrongMatch:
-    answer: str
-    why: str
-    words: list[str]  # the shared content words ([] for a picked option)
-    where: str  # answer | follow_up | option
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,8 @@ class ItemReport:
     rating: str | None = None
     due_after: datetime | None = None
     challenge: ChallengeOutcome | None = None
+    rubric: Rubric | None = None  # once scored, for a card question the clock reached (rubric.py)
+    debrief: list[Missed] = field(default_factory=list)  # a spoken answer's missed points (debrief.py)
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,9 @@ class Report:
     by_topic: list[TopicScore]
     items: list[ItemReport]
     review: list[ReviewLink]
+    rubric_overall: int | None = None  # 1-4, the mean of the questions' overall ratings
+    rubric_overall_name: str | None = None
+    rubric_rule: str = OVERALL_RULE
 
     def to_json(self) -> dict[str, Any]:
         return _jsonable(asdict(self))  # type: ignore[no-any-return]
@@ -218,6 +224,7 @@ def _card_report(
     asked = content(card)
     n_points = len(asked.key_points)
     follow = item.payload.get("follow_up") or {}
+    matched = _wrong_matches(item, card, common)
     numeric_view = None
     if item.kind == MockItemKind.NUMERIC:
         problem = item.payload["numeric"]
@@ -260,9 +267,11 @@ def _card_report(
         correct=item.correct,
         numeric=numeric_view,
         choice=choice_view,
-        matched=_wrong_matches(item, card, common),
+        matched=matched,
         rating=scheduling.RATING_NAMES[Rating(item.rating)] if item.rating else None,
         due_after=item.due_after,
+        rubric=rubric_of(item, asked.key_points, matched) if scored and item.asked_at else None,
+        debrief=debrief_of(item, asked.key_points) if scored else [],
     )
 
 
@@ -373,4 +382,10 @@ def build_report(*, session: Session, mock: MockInterview, catalog: Catalog, now
         by_topic=_topic_scores(card_items),
         items=reports,
         review=_review_links(card_items, coding),
+        **_rubric_overall(card_items),
     )
+
+
+def _rubric_overall(card_items: list[ItemReport]) -> dict[str, Any]:
+    rated = interview_overall(r.rubric for r in card_items if r.rubric is not None)
+    return {"rubric_overall": rated, "rubric_overall_name": RATING_NAMES[rated] if rated else None}
