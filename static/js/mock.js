@@ -88,6 +88,12 @@
   if (form && answer) {
     const saved = localStorage.getItem(key);
     if (saved !== null && !answer.value) answer.value = saved;
+    // Text already in the box (a refused answer sent back by the server, or typed before this
+    // script ran) is a draft too: kept now, so that a reload cannot lose it.
+    const keep = () => {
+      if (answer.value) localStorage.setItem(key, answer.value);
+    };
+    keep();
     const limit = Number(answer.dataset.maxChars || 0);
     const counter = document.getElementById("answer-count");
     const error = document.getElementById("answer-error");
@@ -116,6 +122,7 @@
       const passing = event.submitter && event.submitter.name === "skip";
       if (!passing && limit && length() > limit) {
         event.preventDefault();
+        keep();
         const over = (length() - limit).toLocaleString("en-US");
         error.textContent =
           `This answer is ${over} characters over the limit of ${limit.toLocaleString("en-US")}. ` +
