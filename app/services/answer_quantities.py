@@ -103,6 +103,9 @@ class Quantity:
     text: str  # as written
     rounding: float  # half a unit of the last digit written, in the base unit (0 for an integer)
     hedged: bool  # "about", "~" and the like just before it
+    number: float = 0.0  # the number as written, in its own unit
+    digits: int = 0  # significant digits written ("4.50": 3, "9x": 1)
+    unit: str = ""  # the unit as written, lower case
 
 
 def quantities(text: str) -> list[Quantity]:
@@ -123,7 +126,19 @@ def quantities(text: str) -> list[Quantity]:
         number = float((whole + frac).replace(",", ""))
         rounding = 0.5 * 10 ** -(len(frac) - 1) * factor if frac else 0.0
         hedged = bool(_HEDGE.search(text[max(0, match.start() - 20) : match.start()]))
-        found.append(Quantity(number * factor, dimension, match.group(0), rounding, hedged))
+        digits = len((whole + frac).replace(",", "").replace(".", "").lstrip("0"))
+        found.append(
+            Quantity(
+                number * factor,
+                dimension,
+                match.group(0),
+                rounding,
+                hedged,
+                number=number,
+                digits=digits,
+                unit=key,
+            )
+        )
     return found
 
 
@@ -142,9 +157,19 @@ def near(given: Quantity, stated: Quantity, tolerance: float) -> bool:
     return agree(given, stated, tolerance)
 
 
+def swapped(given: Quantity, stated: Quantity, tolerance: float) -> bool:
+    """The card's number of GiB written as GB (or MB for MiB, and back): the slip the cards warn about."""
+    if given.dimension not in _NOT_WIDENED or given.dimension != stated.dimension:
+        return False
+    if given.unit == stated.unit or given.unit[:1] != stated.unit[:1] or given.unit[:1] == "b":
+        return False
+    scale = stated.value / stated.number if stated.number else 1.0
+    return abs(given.number - stated.number) <= tolerance * stated.number + stated.rounding / scale
+
+
 @dataclass(frozen=True)
 class NumberCheck:
-    stated: bool  # the answer states one of the point's own figures (one no other point has)
+    stated: bool  # the answer states the point's own figures (ones no other point has): see check_point
     contradicted: bool  # the answer states, where it speaks to the point, a figure the card does not
 
 
@@ -161,13 +186,20 @@ def check_point(
     A figure the point shares with another point of the card says nothing about which point is
     covered, so only the point's own figures count as stated. A local figure of a dimension the
     point has contradicts it when it is near none of the card's figures (a figure of another point
-    is that point's, not a wrong one for this point)."""
+    is that point's, not a wrong one for this point). Anywhere in the answer, the number of one of
+    the point's figures with the other prefix (16.00 GB for 16.00 GiB) contradicts it."""
     own = [
         q
         for q in point
         if sum(agree(c, q, tolerance) for c in card) <= sum(agree(p, q, tolerance) for p in point)
     ]
-    stated = any(agree(a, q, tolerance) for a in answer for q in own)
+    matched = [q for q in own if any(agree(a, q, tolerance) for a in answer)]
+    # "8x", "60%" or "13B" turn up in wrong answers too ("Jamba's cache is 8x smaller, so it fits
+    # 8x the batch"): a figure of one or two digits is evidence only with another of the point's,
+    # or when it is the point's only figure ("72 KiB per token").
+    stated = len(matched) >= min(2, len(own)) > 0 or any(q.digits >= 3 for q in matched)
     dims = {q.dimension for q in point}
-    contradicted = any(a.dimension in dims and not any(near(a, c, tolerance) for c in card) for a in local)
+    contradicted = any(
+        a.dimension in dims and not any(near(a, c, tolerance) for c in card) for a in local
+    ) or any(swapped(a, q, tolerance) for a in answer for q in point)
     return NumberCheck(stated=stated, contradicted=contradicted)
