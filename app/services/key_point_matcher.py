@@ -13,7 +13,9 @@ is the best cosine similarity between any clause of the answer (or run of words 
 the point, for an answer typed without full stops) and the point or one of its clauses (a user
 who states half of a point in their own words has covered that half). Then the numbers: a point
 whose own figure the answer states within the card's tolerance is covered, and one the answer
-contradicts with another figure of the same kind is not (`with_numbers`).
+contradicts with another figure of the same kind is not (`with_numbers`). What ships mixes the
+embedding's score with the shared words' (`mixed_scores`): a card's points are close to each
+other in the embedding, and the words tell them apart.
 """
 
 from __future__ import annotations

@@ -82,6 +82,18 @@ def test_a_hedged_figure_is_widened_except_a_memory_size() -> None:
     assert not aq.near(one("about 4.5 GB"), one("4.50 GiB"), 0.01)  # the GiB/GB slip stays a slip
 
 
+def test_the_points_number_with_the_other_prefix_is_a_slip_anywhere_in_the_answer() -> None:
+    point = aq.quantities("128 KiB per token, 16.00 GiB for one 128K sequence")
+    # The first figure is right, the second is GiB's number written as GB: the point is contradicted.
+    answer = aq.quantities("128 KiB per token, so 16.00 GB for the prompt")
+    check = aq.check_point(answer, answer[:1], point, point, 0.02)
+    assert check.stated and check.contradicted
+    assert not aq.check_point(answer[:1], answer[:1], point, point, 0.02).contradicted
+    assert aq.swapped(one("16.00 GB"), one("16.00 GiB"), 0.02)
+    assert not aq.swapped(one("17.18 GB"), one("16.00 GiB"), 0.02)  # the same size, rightly converted
+    assert not aq.swapped(one("16 ms"), one("16.00 GiB"), 0.02)
+
+
 def test_a_card_lends_its_numeric_problems_tolerance(cards: dict) -> None:
     formula = cards["kv-formula-gpt2-small"]  # asked as kv_bytes_per_token (0.5%) and kv_cache_size (1%)
     assert card_tolerance(formula.topic, formula.tags) == 0.01
