@@ -13,6 +13,9 @@ its thread pool and a first-use model load never blocks the event loop.
 
 from __future__ import annotations
 
+import functools
+import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +23,8 @@ from sqlmodel import Session
 
 from app.enums import QuestionKind
 from app.models import Card, MockItem
+from app.services import numeric
+from app.services.answer_quantities import DEFAULT_TOLERANCE
 from app.services.key_point_matcher import Method, Suggestion, get_matcher
 
 
@@ -32,7 +37,23 @@ class Suggested:
 
 
 def suggest_for_card(card: Card, text: str) -> Suggestion:
-    return get_matcher().suggest(text, card.data["key_points"])
+    return get_matcher().suggest(text, card.data["key_points"], card_tolerance(card.topic, card.tags))
+
+
+def card_tolerance(topic: str, tags: Sequence[str]) -> float:
+    """How far an answer's figure may be from a key point's and agree: the loosest tolerance of the
+    numeric problems asked on the card (0.5% to 2%), else (none, or only exact counts)
+    DEFAULT_TOLERANCE (2%). Cards state their
+    figures to three digits, so an exact problem's 0 would reject a correct "4.5 GiB" for 4.50: a
+    point's own rounding is always allowed on top (app/services/answer_quantities.agree)."""
+    kinds = [k for k in numeric.TOPIC_GENERATORS.get(topic, ()) if numeric.FITS[k].fits(topic, tags)]
+    return max((_kind_tolerance(k) for k in kinds), default=0.0) or DEFAULT_TOLERANCE
+
+
+@functools.cache
+def _kind_tolerance(kind: str) -> float:
+    # A problem's tolerance does not depend on the draw: one generated problem gives it.
+    return numeric.GENERATORS[kind](random.Random(0)).tolerance
 
 
 def _stored(suggestion: Suggestion) -> dict[str, Any]:

@@ -32,11 +32,19 @@ def semantic() -> kpm.KeyPointMatcher:
 
 def test_a_paraphrase_of_a_key_point_is_suggested(semantic: kpm.KeyPointMatcher) -> None:
     got = semantic.suggest(
-        "It holds the K and V projections of all previous tokens, in each layer and kv head.", POINTS
+        "For every processed token it keeps its key and value vectors, in every layer and for every "
+        "key-value head.",
+        POINTS,
     )
     assert got.method == kpm.Method.semantic
     assert got.points == [0]
     assert len(got.scores) == len(POINTS)
+    # A terser one ranks the point first but, since the words are mixed in, falls under the
+    # threshold (0.54 against 0.70): the price of the precision on app/bench/matcher_cases.yaml.
+    terse = semantic.suggest(
+        "It holds the K and V projections of all previous tokens, in each layer and kv head.", POINTS
+    )
+    assert max(range(len(POINTS)), key=lambda i: terse.scores[i]) == 0
 
 
 def test_two_points_in_one_answer_are_both_suggested(semantic: kpm.KeyPointMatcher) -> None:
