@@ -1,0 +1,63 @@
+"""The cost report (graders/checks/cost.py): one named test per battery that counts the submission's
+multiply-adds and largest tensor against the reference's, and says the figure only informs."""
+
+from __future__ import annotations
+
+import re
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from graders.checks import cost, decode_step, decode_step_cost
+from graders.reference.decode import step as reference_step
+from graders.sandbox.work_counter import counted_call
+from tests.graders.checks.helpers import cases_dir, challenge_dir, run
+
+FIGURE = re.compile(
+    r"your decode step: (?P<madds>[\d.]+ [kM]) multiply-adds, largest tensor (?P<largest>[\d.]+ \w+); "
+    r"reference: (?P<ref_madds>[\d.]+ [kM]), (?P<ref_largest>[\d.]+ \w+) "
+    r"\((?P<ratio>[\d.]+)x the reference's multiply-adds, (?P<size_ratio>[\d.]+)x its largest tensor\)"
+)
+
+
+def figure_of(code: str) -> re.Match[str]:
+    report, _ = run(decode_step, code, seed=3)
+    test = next(t for t in report.tests if t.name == decode_step_cost.NAME)
+    assert test.passed, test.message
+    found = FIGURE.match(test.message)
+    assert found, test.message
+    assert "never decides the verdict" in test.message  # what the page says about the figure
+    return found
+
+
+def test_the_worked_solution_costs_what_the_reference_does() -> None:
+    found = figure_of((challenge_dir(decode_step.SLUG) / "solution.py").read_text())
+    assert (found["ratio"], found["size_ratio"]) == ("1.00", "1.00")
+    assert found["largest"] == found["ref_largest"] == "512 KiB"  # the cache and the new row: 2x4x512x32
+
+
+def test_a_correct_but_wasteful_step_shows_a_larger_tensor() -> None:
+    """It passes (the figure decides nothing) and the report shows the (t, t) mask: 1 MiB, 2x."""
+    found = figure_of((cases_dir(decode_step.SLUG) / "full_mask_wasteful.py").read_text())
+    assert found["ratio"] == "1.00"
+    assert (found["largest"], found["ref_largest"], found["size_ratio"]) == ("1.0 MiB", "512 KiB", "2.00")
+
+
+def test_the_counter_agrees_with_torchs_flop_counter_on_the_reference() -> None:
+    """work_counter counts at the function level; FlopCounterMode (2 FLOPs per multiply-add) at dispatch."""
+    B, P, d, h = decode_step_cost.COST
+    x, w_qkv, w_o = torch.randn(B, 1, d), torch.randn(d, 3 * d), torch.randn(d, d)
+    past = {"k": torch.randn(B, h, P, d // h), "v": torch.randn(B, h, P, d // h)}
+    _, _, madds = counted_call(reference_step, (x, w_qkv, w_o, h, dict(past)), {})
+    with FlopCounterMode(display=False) as flops:
+        reference_step(x, w_qkv, w_o, h, dict(past))
+    assert madds == flops.get_total_flops() // 2
+    hd, t = d // h, P + 1
+    assert madds == B * (d * 3 * d + 2 * h * t * hd + d * d)  # qkv, scores, weights @ v, w_o
+
+
+def test_the_sentence_rounds_like_the_page_reads() -> None:
+    assert cost.sentence("x", 4_200_000, 262_144, 4_200_000, 131_072).startswith(
+        "x: 4.2 M multiply-adds, largest tensor 1.0 MiB; reference: 4.2 M, 512 KiB (1.00x the reference's "
+        "multiply-adds, 2.00x its largest tensor)"
+    )
