@@ -12,10 +12,13 @@ sandbox child), the reference's in the grader's, by the same code.
 Why informational only: a counter in the submission's process can be found and patched by the
 submission (it may under-report), so nothing here decides a verdict. The test fails only for what
 the grader checks itself, from what came back: a wrong output of the counted call. The sentence says
-so, since it is what a person reads on the page. Why not torch.utils.flop_counter.FlopCounterMode:
-it is a TorchDispatchMode, and the first one a process enters imports sympy and torch._dynamo
-(2.5 s measured on this machine), which every sandbox child would pay once per verdict; the tests
-use it to check that the two counters agree on the references (tests/graders/checks/test_cost_report.py).
+so, since it is what a person reads on the page.
+
+Why not torch.utils.flop_counter.FlopCounterMode: it is a TorchDispatchMode, and the first one a
+process enters imports sympy and torch._dynamo (2.5 s measured here), which every sandbox child
+would pay once per verdict; and on the CPU it counts 0 for scaled_dot_product_attention, which
+work_counter counts. The tests check that the two agree on decode-step's reference
+(tests/graders/checks/test_cost_report.py).
 """
 
 from __future__ import annotations
@@ -65,18 +68,24 @@ def sentence(what: str, madds: int, largest: int, ref_madds: int, ref_largest: i
     )
 
 
-def measure(
-    session: SubmissionLink,
-    target: str | Handle,
-    args: tuple[Any, ...],
-    reference: Callable[..., Any],
-    reference_args: tuple[Any, ...],
-) -> tuple[Any, Any, tuple[int, int, int, int]]:
-    """(the submission's result, the reference's, (madds, largest, ref_madds, ref_largest)).
+Figures = tuple[int, int, int, int]  # madds, largest, the reference's madds, its largest
+Measure = Callable[[str | Handle, tuple[Any, ...], Callable[..., Any]], tuple[Any, Any, Figures]]
 
-    The submission's call runs counted in its process; the reference's runs counted here, on the
-    inputs given in `reference_args` (the same values: a Handle on one side is a plain dict on the other).
+
+def measurer(session: SubmissionLink) -> Measure:
+    """measure(target, args, reference) -> (the submission's result, the reference's, figures).
+
+    The submission's call runs counted in its process; the reference runs counted here on the same
+    arguments (a dict among them is copied first, so a reference that appends to a cache leaves the
+    caller's alone).
     """
-    got, largest, madds = session.call_counted(target, *args)
-    want, ref_largest, ref_madds = counted_call(reference, reference_args, {})
-    return got, want, (madds, largest, ref_madds, ref_largest)
+
+    def measure(
+        target: str | Handle, args: tuple[Any, ...], reference: Callable[..., Any]
+    ) -> tuple[Any, Any, Figures]:
+        got, largest, madds = session.call_counted(target, *args)
+        mine = tuple(dict(a) if isinstance(a, dict) else a for a in args)
+        want, ref_largest, ref_madds = counted_call(reference, mine, {})
+        return got, want, (madds, largest, ref_madds, ref_largest)
+
+    return measure

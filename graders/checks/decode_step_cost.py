@@ -1,8 +1,7 @@
 """decode-step's cost report: one step on a long cache the grader built, counted against the
 reference's step on the same inputs (graders/checks/cost.py says what is counted and why it only
-informs). A decode step needs about 3d^2 + 2 B t d + d^2 multiply-adds per row and nothing bigger
-than the cache plus one row; a step that builds a (t, t) causal mask, or runs every cached position
-as a query again, shows here as a larger figure."""
+informs). A decode step needs 3d^2 + 2 H t hd + d^2 multiply-adds per row and nothing bigger than
+the cache with its new row; a step that builds a (t, t) causal mask shows here as a larger tensor."""
 
 from __future__ import annotations
 
@@ -29,16 +28,13 @@ def figure(session: SubmissionLink, gen: torch.Generator) -> str:
     x = randn(gen, B, 1, d)
     past = {"k": randn(gen, B, h, P, d // h), "v": randn(gen, B, h, P, d // h)}
     what = f"one step on a {P}-token cache the grader built, each (B, n_heads, t, hd) = {(B, h, P, d // h)}"
-    cache = session.new_dict(past)
     with submission_context(what):
-        got, _, figures = cost.measure(
-            session, ENTRY_POINT, (x, w_qkv, w_o, h, cache), reference_step, (x, w_qkv, w_o, h, dict(past))
-        )
+        got, _, figures = cost.measurer(session)(ENTRY_POINT, (x, w_qkv, w_o, h, past), reference_step)
     want = reference_step(
         x.double(), w_qkv.double(), w_o.double(), h, {k: v.double() for k, v in past.items()}
     )
-    if not isinstance(got, torch.Tensor) or not close(got, want.float()):
-        if not isinstance(got, torch.Tensor):
-            raise Mismatch(f"{what}: step returned {type(got).__name__}, expected a (B, 1, d) tensor")
+    if not isinstance(got, torch.Tensor):
+        raise Mismatch(f"{what}: step returned {type(got).__name__}, expected a (B, 1, d) tensor")
+    if not close(got, want.float()):
         raise Mismatch(explain_difference(got, want.float(), f"{what}: the output (B, 1, d)"))
     return cost.sentence("your decode step", *figures)

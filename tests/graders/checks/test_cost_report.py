@@ -1,28 +1,33 @@
-"""The cost report (graders/checks/cost.py): one named test per battery that counts the submission's
-multiply-adds and largest tensor against the reference's, and says the figure only informs."""
+"""The cost report (graders/checks/cost.py): one named test of decode-step's and llama-block-decode's
+batteries that counts the submission's multiply-adds and largest tensor against the reference's, and
+says the figure only informs."""
 
 from __future__ import annotations
 
 import re
+from types import ModuleType
 
+import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from graders.checks import cost, decode_step, decode_step_cost
+from graders.checks import cost, decode_step, decode_step_cost, llama_block_cost, llama_block_decode
 from graders.reference.decode import step as reference_step
 from graders.sandbox.work_counter import counted_call
 from tests.graders.checks.helpers import cases_dir, challenge_dir, run
 
 FIGURE = re.compile(
-    r"your decode step: (?P<madds>[\d.]+ [kM]) multiply-adds, largest tensor (?P<largest>[\d.]+ \w+); "
+    r"your decode (step|call): (?P<madds>[\d.]+ [kM]) multiply-adds, largest tensor (?P<largest>[\d.]+ \w+); "
     r"reference: (?P<ref_madds>[\d.]+ [kM]), (?P<ref_largest>[\d.]+ \w+) "
     r"\((?P<ratio>[\d.]+)x the reference's multiply-adds, (?P<size_ratio>[\d.]+)x its largest tensor\)"
 )
+BATTERIES = [(decode_step, decode_step_cost.NAME), (llama_block_decode, llama_block_cost.NAME)]
+IDS = [check.SLUG for check, _ in BATTERIES]
 
 
-def figure_of(code: str) -> re.Match[str]:
-    report, _ = run(decode_step, code, seed=3)
-    test = next(t for t in report.tests if t.name == decode_step_cost.NAME)
+def figure_of(check: ModuleType, name: str, code: str) -> re.Match[str]:
+    report, _ = run(check, code, seed=3)
+    test = next(t for t in report.tests if t.name == name)
     assert test.passed, test.message
     found = FIGURE.match(test.message)
     assert found, test.message
@@ -30,17 +35,28 @@ def figure_of(code: str) -> re.Match[str]:
     return found
 
 
-def test_the_worked_solution_costs_what_the_reference_does() -> None:
-    found = figure_of((challenge_dir(decode_step.SLUG) / "solution.py").read_text())
+@pytest.mark.parametrize(("check", "name"), BATTERIES, ids=IDS)
+def test_the_worked_solution_costs_what_the_reference_does(check: ModuleType, name: str) -> None:
+    found = figure_of(check, name, (challenge_dir(check.SLUG) / "solution.py").read_text())
     assert (found["ratio"], found["size_ratio"]) == ("1.00", "1.00")
-    assert found["largest"] == found["ref_largest"] == "512 KiB"  # the cache and the new row: 2x4x512x32
+    # decode-step: the cache with its new row, 2x4x512x32; llama: the repeated cache, 2x8x512x16
+    assert found["largest"] == found["ref_largest"] == "512 KiB"
 
 
-def test_a_correct_but_wasteful_step_shows_a_larger_tensor() -> None:
-    """It passes (the figure decides nothing) and the report shows the (t, t) mask: 1 MiB, 2x."""
-    found = figure_of((cases_dir(decode_step.SLUG) / "full_mask_wasteful.py").read_text())
+@pytest.mark.parametrize(("check", "name"), BATTERIES, ids=IDS)
+def test_a_correct_but_wasteful_call_shows_a_larger_tensor(check: ModuleType, name: str) -> None:
+    """It passes (the figure decides nothing) and the report shows the (t, t) float mask: 1 MiB, 2x."""
+    found = figure_of(check, name, (cases_dir(check.SLUG) / "full_mask_wasteful.py").read_text())
     assert found["ratio"] == "1.00"
     assert (found["largest"], found["ref_largest"], found["size_ratio"]) == ("1.0 MiB", "512 KiB", "2.00")
+
+
+def test_a_lean_call_shows_a_smaller_tensor_and_sdpa_counts_its_products() -> None:
+    """Hugging Face's sdpa with shared kv heads never repeats the cache: a quarter of the reference's
+    largest tensor, and the same multiply-adds, since the counter counts sdpa's two products."""
+    code = (cases_dir(llama_block_decode.SLUG) / "hf_style_sdpa.py").read_text()
+    found = figure_of(llama_block_decode, llama_block_cost.NAME, code)
+    assert (found["ratio"], found["size_ratio"]) == ("1.00", "0.25")
 
 
 def test_the_counter_agrees_with_torchs_flop_counter_on_the_reference() -> None:
