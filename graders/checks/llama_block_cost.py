@@ -6,9 +6,11 @@ head through a broadcast shows less, one that builds an (S, S) mask or repeats m
 
 from __future__ import annotations
 
+import torch
+
 from graders.checks import cost
 from graders.checks.attention_common import submission_context
-from graders.checks.report import Mismatch, close, explain_difference
+from graders.checks.report import ATOL, RTOL, Mismatch, explain_difference
 from graders.checks.rope_common import call_layer
 from graders.checks.serving_common import Rng
 from graders.reference.llama import llama_block, random_weights
@@ -29,8 +31,13 @@ def figure(rng: Rng, measure: cost.Measure) -> str:
     past = {"k": rng.randn(B, H_kv, P, hd), "v": rng.randn(B, H_kv, P, hd)}
     what = f"one decode call on {P} cached positions, cache['k'] (B, H_kv, S, hd) = {(B, H_kv, P, hd)}"
     with submission_context(what):
-        got, (want, _), figures = measure(ENTRY_POINT, (x, weights, H, H_kv, past), llama_block)
+        got, _, figures = measure(ENTRY_POINT, (x, weights, H, H_kv, past), llama_block)
     y, _ = call_layer(got, what)
-    if not close(y, want):
-        raise Mismatch(explain_difference(y, want, f"{what}, y (B, 1, d)"))
+    # Against one float64 pass, the tolerance widened in proportion to the position beyond 64: float32
+    # formulations of RoPE's angles differ by about p x 6e-8 (shared/CONTRACT.md, RoPE).
+    doubled = {name: w.double() for name, w in weights.items()}
+    want, _ = llama_block(x.double(), doubled, H, H_kv, {name: t.double() for name, t in past.items()})
+    widen = (P + 1) / 64
+    if not (y.shape == want.shape and torch.allclose(y.double(), want, rtol=RTOL * widen, atol=ATOL * widen)):
+        raise Mismatch(explain_difference(y, want.float(), f"{what}, y (B, 1, d)"))
     return cost.sentence("your decode call", *figures)
