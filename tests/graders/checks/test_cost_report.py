@@ -1,6 +1,6 @@
-"""The cost report (graders/checks/cost.py): one named test of decode-step's and llama-block-decode's
-batteries that counts the submission's multiply-adds and largest tensor against the reference's, and
-says the figure only informs."""
+"""The cost report (graders/checks/cost.py): one named test of decode-step's, rope-cached-attention's
+and llama-block-decode's batteries counts the submission's multiply-adds and largest tensor against
+the reference's, and says the figure only informs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,15 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from graders.checks import cost, decode_step, decode_step_cost, llama_block_cost, llama_block_decode
+from graders.checks import (
+    cost,
+    decode_step,
+    decode_step_cost,
+    llama_block_cost,
+    llama_block_decode,
+    rope_attention_cost,
+    rope_cached_attention,
+)
 from graders.reference.decode import step as reference_step
 from graders.sandbox.work_counter import counted_call
 from tests.graders.checks.helpers import cases_dir, challenge_dir, run
@@ -21,7 +29,8 @@ FIGURE = re.compile(
     r"reference: (?P<ref_madds>[\d.]+ [kM]), (?P<ref_largest>[\d.]+ \w+) "
     r"\((?P<ratio>[\d.]+)x the reference's multiply-adds, (?P<size_ratio>[\d.]+)x its largest tensor\)"
 )
-BATTERIES = [(decode_step, decode_step_cost.NAME), (llama_block_decode, llama_block_cost.NAME)]
+WASTEFUL = [(decode_step, decode_step_cost.NAME), (llama_block_decode, llama_block_cost.NAME)]
+BATTERIES = [*WASTEFUL, (rope_cached_attention, rope_attention_cost.NAME)]
 IDS = [check.SLUG for check, _ in BATTERIES]
 
 
@@ -39,11 +48,11 @@ def figure_of(check: ModuleType, name: str, code: str) -> re.Match[str]:
 def test_the_worked_solution_costs_what_the_reference_does(check: ModuleType, name: str) -> None:
     found = figure_of(check, name, (challenge_dir(check.SLUG) / "solution.py").read_text())
     assert (found["ratio"], found["size_ratio"]) == ("1.00", "1.00")
-    # decode-step: the cache with its new row, 2x4x512x32; llama: the repeated cache, 2x8x512x16
+    # decode-step and rope: the cache with its new row, 2x4x512x32; llama: the repeated cache, 2x8x512x16
     assert found["largest"] == found["ref_largest"] == "512 KiB"
 
 
-@pytest.mark.parametrize(("check", "name"), BATTERIES, ids=IDS)
+@pytest.mark.parametrize(("check", "name"), WASTEFUL, ids=IDS[:2])
 def test_a_correct_but_wasteful_call_shows_a_larger_tensor(check: ModuleType, name: str) -> None:
     """It passes (the figure decides nothing) and the report shows the (t, t) float mask: 1 MiB, 2x."""
     found = figure_of(check, name, (cases_dir(check.SLUG) / "full_mask_wasteful.py").read_text())
