@@ -1,6 +1,6 @@
-"""The cost report (graders/checks/cost.py): one named test of decode-step's, rope-cached-attention's
-and llama-block-decode's batteries counts the submission's multiply-adds and largest tensor against
-the reference's, and says the figure only informs."""
+"""The cost report (graders/checks/cost.py): one named test of decode-step's,
+rope-cached-attention's, gqa-attention's and llama-block-decode's batteries counts the submission's
+multiply-adds and largest tensor against the reference's, and says the figure only informs."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from graders.checks import (
     cost,
     decode_step,
     decode_step_cost,
+    gqa_attention,
+    gqa_attention_cost,
     llama_block_cost,
     llama_block_decode,
     rope_attention_cost,
@@ -30,7 +32,11 @@ FIGURE = re.compile(
     r"\((?P<ratio>[\d.]+)x the reference's multiply-adds, (?P<size_ratio>[\d.]+)x its largest tensor\)"
 )
 WASTEFUL = [(decode_step, decode_step_cost.NAME), (llama_block_decode, llama_block_cost.NAME)]
-BATTERIES = [*WASTEFUL, (rope_cached_attention, rope_attention_cost.NAME)]
+BATTERIES = [
+    *WASTEFUL,
+    (rope_cached_attention, rope_attention_cost.NAME),
+    (gqa_attention, gqa_attention_cost.name()),
+]
 IDS = [check.SLUG for check, _ in BATTERIES]
 
 
@@ -48,7 +54,8 @@ def figure_of(check: ModuleType, name: str, code: str) -> re.Match[str]:
 def test_the_worked_solution_costs_what_the_reference_does(check: ModuleType, name: str) -> None:
     found = figure_of(check, name, (challenge_dir(check.SLUG) / "solution.py").read_text())
     assert (found["ratio"], found["size_ratio"]) == ("1.00", "1.00")
-    # decode-step and rope: the cache with its new row, 2x4x512x32; llama: the repeated cache, 2x8x512x16
+    # decode-step and rope: the cache with its new row, 2x4x512x32; llama and gqa: the repeated
+    # cache, 2x8x512x16
     assert found["largest"] == found["ref_largest"] == "512 KiB"
 
 
@@ -60,11 +67,20 @@ def test_a_correct_but_wasteful_call_shows_a_larger_tensor(check: ModuleType, na
     assert (found["largest"], found["ref_largest"], found["size_ratio"]) == ("1.0 MiB", "512 KiB", "2.00")
 
 
-def test_a_lean_call_shows_a_smaller_tensor_and_sdpa_counts_its_products() -> None:
-    """Hugging Face's sdpa with shared kv heads never repeats the cache: a quarter of the reference's
-    largest tensor, and the same multiply-adds, since the counter counts sdpa's two products."""
-    code = (cases_dir(llama_block_decode.SLUG) / "hf_style_sdpa.py").read_text()
-    found = figure_of(llama_block_decode, llama_block_cost.NAME, code)
+LEAN = [
+    (llama_block_decode, llama_block_cost.NAME, "hf_style_sdpa.py"),
+    (gqa_attention, gqa_attention_cost.name(), "sdpa_enable_gqa.py"),
+    (gqa_attention, gqa_attention_cost.name(), "grouped_einsum.py"),
+]
+
+
+@pytest.mark.parametrize(("check", "name", "case"), LEAN, ids=[f"{c.SLUG}/{case}" for c, _, case in LEAN])
+def test_a_lean_call_shows_a_smaller_tensor_and_sdpa_counts_its_products(
+    check: ModuleType, name: str, case: str
+) -> None:
+    """sdpa with shared kv heads, or an einsum over the groups, never repeats the cache: a quarter of
+    the reference's largest tensor, and the same multiply-adds (the counter counts sdpa's products)."""
+    found = figure_of(check, name, (cases_dir(check.SLUG) / case).read_text())
     assert (found["ratio"], found["size_ratio"]) == ("1.00", "0.25")
 
 
