@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from graders.checks import decode_step_cost
 from graders.checks.attention_common import (
     NO_SCALE,
     NOT_FINITE,
@@ -46,6 +47,7 @@ from graders.checks.attention_common import (
     submission_context,
 )
 from graders.checks.report import CheckReport, Mismatch, close, run_test
+from graders.checks.serving_common import figure_test
 from graders.reference.attention import causal_self_attention, merge_heads, project_qkv
 from graders.reference.decode import prefill_cache
 from graders.reference.decode import step as reference_step
@@ -429,4 +431,5 @@ def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     B, P, d, h = CORRUPTED
     name = f"reads the past from the cache: a changed cached row changes the output, B={B} d={d} h={h}"
     run_test(report, name, _corrupted_cache_test(session, report, gen))
+    figure_test(report, decode_step_cost.NAME, lambda: decode_step_cost.figure(session, gen))
     return report

@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from graders.checks import gqa_attention_cost
 from graders.checks.attention_common import (
     decode_tensor,
     describe,
@@ -51,6 +52,7 @@ from graders.checks.gqa_attention_mistakes import (  # noqa: F401 - names the te
     output_variants,
 )
 from graders.checks.report import CheckReport, Mismatch, close, run_test
+from graders.checks.serving_common import figure_test
 from graders.reference.gqa import GQA, KVCache
 from graders.sandbox.protocol import Handle, SubmissionError, SubmissionLink
 
@@ -400,5 +402,9 @@ def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
         report,
         f"causal: changing tokens {CAUSALITY_FROM}.. leaves earlier outputs alone, {gqa.label(CAUSALITY_T)}",
         _causality_test(session, gqa, gen),
+    )
+    cost_layer = _Layer(gen, gqa_attention_cost.COST[0], *gqa_attention_cost.COST[2:])
+    figure_test(
+        report, gqa_attention_cost.name(), lambda: gqa_attention_cost.figure(session, cost_layer, gen)
     )
     return report

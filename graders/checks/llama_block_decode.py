@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from graders.checks import cost, llama_block_cost
 from graders.checks.attention_common import Evidence, Variant, compare, submission_context
 from graders.checks.llama_block_decode_variants import (
     CACHE_AFTER_REPEAT,
@@ -37,7 +38,7 @@ from graders.checks.llama_block_decode_variants import (
 )
 from graders.checks.report import CheckReport, Mismatch, close, run_test
 from graders.checks.rope_common import DEFAULT_BASE, cache_tensor, call_layer
-from graders.checks.serving_common import Rng
+from graders.checks.serving_common import Rng, figure_test
 from graders.reference.gqa import repeat_kv
 from graders.reference.llama import DEFAULT_EPS, LlamaDims, llama_block, random_weights
 from graders.sandbox.protocol import SubmissionError, SubmissionLink
@@ -316,6 +317,7 @@ def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
         f"B=2 {sizes(seq.dims)}",
         partial(_changed_cache_test, seq=seq, prompt=7),
     )
+    figure_test(report, llama_block_cost.NAME, lambda: llama_block_cost.figure(rng, cost.measurer(session)))
     H, H_kv = py.choice([(6, 4), (8, 3), (4, 3)])
     check(
         f"n_heads={H}, n_kv_heads={H_kv} (not a multiple) raises ValueError",

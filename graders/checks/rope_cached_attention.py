@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from graders.checks import cost, rope_attention_cost
 from graders.checks.attention_common import (
     Comparison,
     Evidence,
@@ -51,6 +52,7 @@ from graders.checks.rope_common import (
     rope_layer,
     wrong_rotations,
 )
+from graders.checks.serving_common import figure_test
 from graders.reference.rope import apply_rope, rope_attention
 from graders.sandbox.protocol import SubmissionLink
 
@@ -338,5 +340,8 @@ def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
         "reads the past from the cache passed in: a changed cached key and value change the output, "
         "B=2 d=32 h=4",
         _changed_cache_test(session, report, seq, 6, rng.randrange(1, 5)),
+    )
+    figure_test(
+        report, rope_attention_cost.NAME, lambda: rope_attention_cost.figure(gen, cost.measurer(session))
     )
     return report

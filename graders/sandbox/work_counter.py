@@ -5,11 +5,14 @@ TorchFunctionMode that records, like footprint.py's, the largest fresh floating-
 adds up the multiply-adds of every matrix product a torch function or Tensor method performs:
 matmul / @ / mm / bmm / addmm / baddbmm / addbmm / F.linear / einsum / tensordot / dot / mv / inner.
 A product of (…, m, k) by (…, k, n) costs (broadcast batch) x m x k x n; einsum costs the product
-of the sizes of all its distinct indices.
+of the sizes of all its distinct indices; F.scaled_dot_product_attention costs its two products,
+q (…, L, E) by k (…, S, E) and the weights by v (…, S, Ev): (q's batch) x L x S x (E + Ev), with
+enable_gqa's shared kv heads counted once per query head as the math does (torch's own
+FlopCounterMode counts 0 for it on the CPU, where it dispatches to a kernel without a formula).
 
 Why at the function level: it sees every product the submission's own code asks torch for, at
 the cost of one Python call per torch call. What it does not see: products inside one fused call
-that is not in the list (scaled_dot_product_attention counts nothing), NumPy, and a submission
+that is not in the list, tensors inside one (scaled_dot_product_attention's weights), NumPy, and a submission
 that finds the mode and switches it off (it runs in the submission's process). The grader
 compares the figure with the reference's, measured by the same counter in its own process.
 """
@@ -69,6 +72,14 @@ def _einsum(args: Any) -> int:
     return math.prod(sizes.values()) if len(operands) > 1 else 0
 
 
+def _attention(args: Any, kwargs: Any) -> int:
+    q = _shape(args[0] if args else kwargs.get("query"))
+    v = _shape(args[2] if len(args) > 2 else kwargs.get("value"))
+    if len(q) < 2 or len(v) < 2:
+        return 0
+    return math.prod(q[:-1]) * v[-2] * (q[-1] + v[-1])
+
+
 def _tensordot(args: Any, kwargs: Any) -> int:
     a, b = _shape(args[0]), _shape(args[1])
     dims = kwargs.get("dims", args[2] if len(args) > 2 else 2)
@@ -102,6 +113,8 @@ def multiply_adds(func: Any, args: Any, kwargs: Any) -> int:
             return math.prod(x) * (w[0] if len(w) == 2 else 1)
         if func is torch.einsum:
             return _einsum(args)
+        if func is F.scaled_dot_product_attention:
+            return _attention(args, kwargs)
         if func in (torch.tensordot, torch.Tensor.__rmatmul__):
             return _tensordot(args, kwargs)
     except (TypeError, ValueError, IndexError):

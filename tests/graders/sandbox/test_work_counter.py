@@ -14,6 +14,8 @@ from graders.sandbox.work_counter import counted_call
 
 a, b = torch.randn(3, 4), torch.randn(4, 5)
 batched, bb = torch.randn(2, 3, 4), torch.randn(2, 4, 5)
+sdpa_qkv = (torch.randn(2, 8, 1, 16), torch.randn(2, 8, 512, 16), torch.randn(2, 8, 512, 16))
+gqa_qkv = (torch.randn(2, 8, 1, 16), torch.randn(2, 2, 512, 16), torch.randn(2, 2, 512, 16))
 
 CASES: list[tuple[str, Callable[[], Any], int]] = [
     ("a @ b", lambda: a @ b, 3 * 4 * 5),
@@ -26,6 +28,18 @@ CASES: list[tuple[str, Callable[[], Any], int]] = [
     ("vector dot", lambda: torch.dot(a[0], a[1]), 4),
     ("matrix-vector", lambda: a @ b[:, 0], 12),
     ("elementwise only", lambda: (a * 2 + 1).exp(), 0),
+    # sdpa: q (2, 8, 1, 16) against 512 keys, then the weights by v: 2 x 8 x 1 x 512 x (16 + 16)
+    ("sdpa", lambda: F.scaled_dot_product_attention(*sdpa_qkv), 2 * 8 * 512 * 32),
+    (
+        "sdpa, kv heads shared",
+        lambda: F.scaled_dot_product_attention(*gqa_qkv, enable_gqa=True),
+        2 * 8 * 512 * 32,
+    ),
+    (
+        "sdpa by keyword",
+        lambda: F.scaled_dot_product_attention(query=sdpa_qkv[0], key=sdpa_qkv[1], value=sdpa_qkv[2]),
+        2 * 8 * 512 * 32,
+    ),
 ]
 
 

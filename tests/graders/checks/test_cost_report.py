@@ -1,0 +1,104 @@
+"""The cost report (graders/checks/cost.py): one named test of decode-step's,
+rope-cached-attention's, gqa-attention's and llama-block-decode's batteries counts the submission's
+multiply-adds and largest tensor against the reference's, and says the figure only informs."""
+
+from __future__ import annotations
+
+import re
+from types import ModuleType
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from graders.checks import (
+    cost,
+    decode_step,
+    decode_step_cost,
+    gqa_attention,
+    gqa_attention_cost,
+    llama_block_cost,
+    llama_block_decode,
+    rope_attention_cost,
+    rope_cached_attention,
+)
+from graders.reference.decode import step as reference_step
+from graders.sandbox.work_counter import counted_call
+from tests.graders.checks.helpers import cases_dir, challenge_dir, run
+
+FIGURE = re.compile(
+    r"your decode (step|call): (?P<madds>[\d.]+ [kM]) multiply-adds, largest tensor (?P<largest>[\d.]+ \w+); "
+    r"reference: (?P<ref_madds>[\d.]+ [kM]), (?P<ref_largest>[\d.]+ \w+) "
+    r"\((?P<ratio>[\d.]+)x the reference's multiply-adds, (?P<size_ratio>[\d.]+)x its largest tensor\)"
+)
+WASTEFUL = [(decode_step, decode_step_cost.NAME), (llama_block_decode, llama_block_cost.NAME)]
+BATTERIES = [
+    *WASTEFUL,
+    (rope_cached_attention, rope_attention_cost.NAME),
+    (gqa_attention, gqa_attention_cost.name()),
+]
+IDS = [check.SLUG for check, _ in BATTERIES]
+
+
+def figure_of(check: ModuleType, name: str, code: str) -> re.Match[str]:
+    report, _ = run(check, code, seed=3)
+    test = next(t for t in report.tests if t.name == name)
+    assert test.passed, test.message
+    found = FIGURE.match(test.message)
+    assert found, test.message
+    assert "never decides the verdict" in test.message  # what the page says about the figure
+    return found
+
+
+@pytest.mark.parametrize(("check", "name"), BATTERIES, ids=IDS)
+def test_the_worked_solution_costs_what_the_reference_does(check: ModuleType, name: str) -> None:
+    found = figure_of(check, name, (challenge_dir(check.SLUG) / "solution.py").read_text())
+    assert (found["ratio"], found["size_ratio"]) == ("1.00", "1.00")
+    # decode-step and rope: the cache with its new row, 2x4x512x32; llama and gqa: the repeated
+    # cache, 2x8x512x16
+    assert found["largest"] == found["ref_largest"] == "512 KiB"
+
+
+@pytest.mark.parametrize(("check", "name"), WASTEFUL, ids=IDS[:2])
+def test_a_correct_but_wasteful_call_shows_a_larger_tensor(check: ModuleType, name: str) -> None:
+    """It passes (the figure decides nothing) and the report shows the (t, t) float mask: 1 MiB, 2x."""
+    found = figure_of(check, name, (cases_dir(check.SLUG) / "full_mask_wasteful.py").read_text())
+    assert found["ratio"] == "1.00"
+    assert (found["largest"], found["ref_largest"], found["size_ratio"]) == ("1.0 MiB", "512 KiB", "2.00")
+
+
+LEAN = [
+    (llama_block_decode, llama_block_cost.NAME, "hf_style_sdpa.py"),
+    (gqa_attention, gqa_attention_cost.name(), "sdpa_enable_gqa.py"),
+    (gqa_attention, gqa_attention_cost.name(), "grouped_einsum.py"),
+]
+
+
+@pytest.mark.parametrize(("check", "name", "case"), LEAN, ids=[f"{c.SLUG}/{case}" for c, _, case in LEAN])
+def test_a_lean_call_shows_a_smaller_tensor_and_sdpa_counts_its_products(
+    check: ModuleType, name: str, case: str
+) -> None:
+    """sdpa with shared kv heads, or an einsum over the groups, never repeats the cache: a quarter of
+    the reference's largest tensor, and the same multiply-adds (the counter counts sdpa's products)."""
+    found = figure_of(check, name, (cases_dir(check.SLUG) / case).read_text())
+    assert (found["ratio"], found["size_ratio"]) == ("1.00", "0.25")
+
+
+def test_the_counter_agrees_with_torchs_flop_counter_on_the_reference() -> None:
+    """work_counter counts at the function level; FlopCounterMode (2 FLOPs per multiply-add) at dispatch."""
+    B, P, d, h = decode_step_cost.COST
+    x, w_qkv, w_o = torch.randn(B, 1, d), torch.randn(d, 3 * d), torch.randn(d, d)
+    past = {"k": torch.randn(B, h, P, d // h), "v": torch.randn(B, h, P, d // h)}
+    _, _, madds = counted_call(reference_step, (x, w_qkv, w_o, h, dict(past)), {})
+    with FlopCounterMode(display=False) as flops:
+        reference_step(x, w_qkv, w_o, h, dict(past))
+    assert madds == flops.get_total_flops() // 2
+    hd, t = d // h, P + 1
+    assert madds == B * (d * 3 * d + 2 * h * t * hd + d * d)  # qkv, scores, weights @ v, w_o
+
+
+def test_the_sentence_rounds_like_the_page_reads() -> None:
+    assert cost.sentence("x", 4_200_000, 262_144, 4_200_000, 131_072).startswith(
+        "x: 4.2 M multiply-adds, largest tensor 1.0 MiB; reference: 4.2 M, 512 KiB (1.00x the reference's "
+        "multiply-adds, 2.00x its largest tensor)"
+    )
