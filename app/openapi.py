@@ -149,12 +149,56 @@ def _bank_topics(document: dict[str, Any], components: dict[str, Any], slugs: li
             topics["items"] = {"type": "string", "enum": slugs}
 
 
+# What app/security.py and app/validation.py refuse in any text a request sends (422): a NUL.
+NO_NUL = "^[^\\x00]*$"
+
+
+def _refuse_nul(schema: Any) -> None:
+    """Every free text of `schema` says it holds no NUL (one with a pattern or menu says more)."""
+    if isinstance(schema, list):
+        for item in schema:
+            _refuse_nul(item)
+    elif isinstance(schema, dict):
+        if schema.get("type") == "string" and not {"pattern", "enum", "const", "format"} & set(schema):
+            schema["pattern"] = NO_NUL
+        for key, value in schema.items():
+            if key not in ("examples", "default", "enum", "const"):
+                _refuse_nul(value)
+
+
+def _request_components(document: dict[str, Any], components: dict[str, Any]) -> set[str]:
+    """The component schemas a request body refers to, and those they refer to."""
+    found: set[str] = set()
+    pending = [
+        operation.get("requestBody", {})
+        for operations in document["paths"].values()
+        for operation in operations.values()
+    ]
+    while pending:
+        text = str(pending.pop())
+        for name in components:
+            if f"#/components/schemas/{name}'" in text and name not in found:
+                found.add(name)
+                pending.append(components[name])
+    return found
+
+
+def _nul_free_requests(document: dict[str, Any], components: dict[str, Any]) -> None:
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", ()):
+                _refuse_nul(parameter.get("schema"))
+    for name in _request_components(document, components):
+        _refuse_nul(components[name])
+
+
 def amend(document: dict[str, Any], app: FastAPI) -> dict[str, Any]:
     components: dict[str, Any] = document.setdefault("components", {}).setdefault("schemas", {})
     _settings_bounds(components, app.state.settings)
     site = getattr(app.state, "site", None)  # loaded at start-up; absent before it
     if site is not None:
         _bank_topics(document, components, [topic.slug for topic in site.topics])
+    _nul_free_requests(document, components)
     for route in iter_route_contexts(app.routes):
         dependant = getattr(route, "dependant", None)
         if dependant is None or not route.include_in_schema or route.path_format not in document["paths"]:
