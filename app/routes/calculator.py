@@ -134,6 +134,18 @@ Config = Annotated[
     str | None, Query(max_length=20_000, description="a pasted config.json, with model=custom")
 ]
 Compare = Annotated[list[str] | None, Query(max_length=20, description="more models on the chart")]
+# The API's query must fit the server's request line (64 KiB, uvicorn's httptools: past it a plain
+# 400 "Invalid HTTP request received" before the app sees anything), whatever the schema allows:
+# percent-encoded, a character is at most 12 bytes, so 4,000 of config (Llama 3.1 405B's
+# config.json is under 1,000) and 20 menu names of 40 leave room to spare. The page keeps 20,000:
+# a browser's form encodes a pasted config's ASCII in 1 to 3 bytes each.
+ApiConfig = Annotated[
+    str | None, Query(max_length=4_000, description="a pasted config.json, with model=custom")
+]
+ApiCompare = Annotated[
+    list[Annotated[str, Field(max_length=40)]] | None,
+    Query(max_length=20, description="more models on the chart (a name not on the menu is left out)"),
+]
 
 
 def _choice(described: str, choices: Iterable[str]) -> Any:
@@ -157,8 +169,8 @@ def api_calculate(
     cache: Annotated[str | None, _choice("the cache's dtype", CACHE_DTYPES)] = None,
     context: Context = None,
     batch: Batch = None,
-    config: Config = None,
-    compare: Compare = None,
+    config: ApiConfig = None,
+    compare: ApiCompare = None,
 ) -> dict[str, Any]:
     # The page's form sends its numbers as typed ("8,192"); the API takes integers.
     typed = {name: None if n is None else str(n) for name, n in (("context", context), ("batch", batch))}
