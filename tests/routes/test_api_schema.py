@@ -26,7 +26,7 @@ from schemathesis.config import SchemathesisConfig
 from app.config import ROOT, Settings
 from tests.services.factories import fast_settings, signup
 
-EXAMPLES_PER_OPERATION = 4
+EXAMPLES_PER_OPERATION = 3
 # What our own pages' scripts send with every JSON request (app/security.py).
 HEADERS = {"X-Requested-With": "schemathesis"}
 # A long-poll holds its answer up to `wait` seconds while nothing grades here (no grading
