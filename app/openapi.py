@@ -12,12 +12,12 @@ app, from what decides it:
   interview id, 404;
 - every route: a NUL in its path or query is a 422 (app/security.py).
 
-Each refusal's body is app.routes.refusals.Refusal, each 422 its ValidationRefusal (or, where the
-route can answer NotReady, either).
+Each refusal's body is app.routes.refusals.Refusal, each 422 its ValidationRefusal.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from app.config import Settings
 from app.deps import challenge_by_slug, current_user, find_user, submit_allowed, visitor
 from app.routes.mock.views import own_mock
-from app.routes.refusals import InvalidOrNotReady, Refusal, ValidationRefusal, refusals
+from app.routes.refusals import Refusal, ValidationRefusal, refusals
 from app.services.errors import Forbidden, NotFound, ServiceError, TooLarge, TooManyRequests, Unauthorized
 
 # What reading the visitor can refuse: an API token that matches no account (401, and 429 after
@@ -113,10 +113,9 @@ def _amend_operation(
         if "headers" in entry:
             responses[key].setdefault("headers", entry["headers"])
     declared = responses.get("422", {})
-    model = InvalidOrNotReady if InvalidOrNotReady.__name__ in str(declared) else ValidationRefusal
     responses["422"] = _response(
         declared.get("description") or "A value sent cannot be used: `loc` says which, `msg` why",
-        model,
+        ValidationRefusal,
         components,
     )
     operation["responses"] = dict(sorted(responses.items()))
@@ -133,9 +132,73 @@ def _settings_bounds(components: dict[str, Any], settings: Settings) -> None:
         size["maximum"] = settings.quiz_max_size
 
 
+def _bank_topics(document: dict[str, Any], components: dict[str, Any], slugs: list[str]) -> None:
+    """The topics of the bank this server loaded, where a request names one: a `topic` query
+    ("" for no filter) and a quiz's or mock's `topics`. The routes refuse any other (422)."""
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", ()):
+                if parameter["name"] == "topic" and parameter["in"] == "query":
+                    parameter["schema"] = {
+                        "anyOf": [{"type": "string", "enum": ["", *slugs]}, {"type": "null"}],
+                        "description": "a topic's slug; empty or left out: every topic",
+                    }
+    for name in ("QuizCreate", "MockCreate"):
+        topics = components.get(name, {}).get("properties", {}).get("topics")
+        if topics is not None:
+            topics["items"] = {"type": "string", "enum": slugs}
+
+
+# What app/security.py and app/validation.py refuse in any text a request sends (422): a NUL.
+NO_NUL = "^[^\\x00]*$"
+
+
+def _refuse_nul(schema: Any) -> None:
+    """Every free text of `schema` says it holds no NUL (one with a pattern or menu says more)."""
+    if isinstance(schema, list):
+        for item in schema:
+            _refuse_nul(item)
+    elif isinstance(schema, dict):
+        if schema.get("type") == "string" and not {"pattern", "enum", "const", "format"} & set(schema):
+            schema["pattern"] = NO_NUL
+        for key, value in schema.items():
+            if key not in ("examples", "default", "enum", "const"):
+                _refuse_nul(value)
+
+
+def _request_components(document: dict[str, Any], components: dict[str, Any]) -> set[str]:
+    """The component schemas a request body refers to, and those they refer to."""
+    found: set[str] = set()
+    pending = [
+        operation.get("requestBody", {})
+        for operations in document["paths"].values()
+        for operation in operations.values()
+    ]
+    while pending:
+        text = str(pending.pop())
+        for name in components:
+            if f"#/components/schemas/{name}'" in text and name not in found:
+                found.add(name)
+                pending.append(components[name])
+    return found
+
+
+def _nul_free_requests(document: dict[str, Any], components: dict[str, Any]) -> None:
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", ()):
+                _refuse_nul(parameter.get("schema"))
+    for name in _request_components(document, components):
+        _refuse_nul(components[name])
+
+
 def amend(document: dict[str, Any], app: FastAPI) -> dict[str, Any]:
     components: dict[str, Any] = document.setdefault("components", {}).setdefault("schemas", {})
     _settings_bounds(components, app.state.settings)
+    site = getattr(app.state, "site", None)  # loaded at start-up; absent before it
+    if site is not None:
+        _bank_topics(document, components, [topic.slug for topic in site.topics])
+    _nul_free_requests(document, components)
     for route in iter_route_contexts(app.routes):
         dependant = getattr(route, "dependant", None)
         if dependant is None or not route.include_in_schema or route.path_format not in document["paths"]:
@@ -154,13 +217,17 @@ def amend(document: dict[str, Any], app: FastAPI) -> dict[str, Any]:
 
 
 def install(app: FastAPI) -> None:
-    """`app.openapi()` (what /openapi.json serves) answers the amended document, built once."""
+    """`app.openapi()` (what /openapi.json serves) answers the amended document, built once the
+    bank is loaded (before start-up, one without the bank's topics, not kept)."""
     plain = app.openapi
     built: dict[str, Any] = {}
 
     def openapi() -> dict[str, Any]:
         if not built:
-            built.update(amend(plain(), app))
+            document = amend(copy.deepcopy(plain()), app)
+            if getattr(app.state, "site", None) is None:
+                return document
+            built.update(document)
         return built
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -12,7 +12,7 @@ from datetime import date
 from typing import Annotated, Any
 
 from fastapi import Path
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, field_validator
 
 from app.config import Settings
 from app.services.errors import TooLarge
@@ -58,7 +58,10 @@ class ApiModel(BaseModel):
 RowId = Annotated[int, Path(ge=1, le=MAX_ID)]
 Position = Annotated[int, Path(ge=0, le=MAX_ID)]
 # A position in a JSON body.
-BodyPosition = Annotated[int, Field(ge=0, le=MAX_ID)]
+BodyPosition = Annotated[StrictInt, Field(ge=0, le=MAX_ID)]
+# An index into a question's options or key points, as a JSON body sends it: an integer, never
+# `false` or "1" (pydantic's lax ints would take both, and the document says integer).
+BodyIndex = Annotated[StrictInt, Field(ge=0, le=1_000)]
 # An optional choice a form or client may send as "" for "not set" (a select left on "Any").
 EmptyIsNone = BeforeValidator(_empty_is_none)
 

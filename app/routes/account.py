@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from pydantic import Field
+from pydantic import Field, StrictFloat
 from sqlmodel import Session
 
 from app.config import Settings
@@ -43,7 +43,7 @@ pages = APIRouter(prefix="/account", tags=["pages"], include_in_schema=False)
 
 # Study settings a user may change.
 class AccountSettings(ApiModel):
-    desired_retention: float | None = Field(default=None, ge=0.7, le=0.99)
+    desired_retention: StrictFloat | None = Field(default=None, ge=0.7, le=0.99)
     interview_date: IsoDate | None = None
 
 

@@ -13,7 +13,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 
 from app.deps import ClockDep, SessionDep, SettingsDep, SiteDep, Visitor
+from app.routes.refusals import refusals
 from app.services.anki_export import MEDIA_TYPE, AnkiSelection, export_anki
+from app.services.errors import NotReady
 
 router = APIRouter(prefix="/api/export", tags=["export"])
 
@@ -25,7 +27,8 @@ router = APIRouter(prefix="/api/export", tags=["export"])
         200: {
             "content": {MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}},
             "description": "An Anki package (a zip holding an SQLite database), as a download",
-        }
+        },
+        **refusals(NotReady),
     },
 )
 def anki_export(
@@ -39,7 +42,7 @@ def anki_export(
     due: Annotated[bool, Query(description="only the visitor's due cards (and today's new ones)")] = False,
 ) -> Response:
     """The cards as an Anki package: one note per card, ids stable across exports (a re-import
-    updates the notes), tags per topic and difficulty. 422 when the selection holds no card."""
+    updates the notes), tags per topic and difficulty. 409 when the selection holds no card."""
     if topic and site.topic(topic) is None:
         raise RequestValidationError(
             [{"loc": ("query", "topic"), "msg": f"Unknown topic {topic!r}", "type": "value_error"}]

@@ -33,6 +33,7 @@ from app.models import User
 from app.routes.public import Public
 from app.routes.refusals import refusals
 from app.services.accounts import (
+    PADDED_EMAIL,
     authenticate,
     check_credentials,
     create_account,
@@ -58,7 +59,7 @@ class Credentials(ApiModel):
 
 # A sign-up's: the address as app/services/accounts.py checks it (surrounding spaces are trimmed).
 class SignupCredentials(Credentials):
-    email: str = Field(max_length=254, pattern=r"^\s*[^@\s]+@[^@\s]+\.[^@\s]+\s*$")
+    email: str = Field(max_length=254, pattern=PADDED_EMAIL)
 
 
 def safe_next(target: str | None) -> str:

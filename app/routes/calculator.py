@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
@@ -16,6 +17,8 @@ from app.services.calculator import (
     ALL_MODELS,
     CACHE_DTYPES,
     CUSTOM,
+    MAX_BATCH,
+    MAX_CONTEXT,
     WEIGHT_DTYPES,
     CalcError,
     CalcInput,
@@ -131,20 +134,47 @@ Config = Annotated[
     str | None, Query(max_length=20_000, description="a pasted config.json, with model=custom")
 ]
 Compare = Annotated[list[str] | None, Query(max_length=20, description="more models on the chart")]
+# The API's query must fit the server's request line (64 KiB, uvicorn's httptools: past it a plain
+# 400 "Invalid HTTP request received" before the app sees anything), whatever the schema allows:
+# percent-encoded, a character is at most 12 bytes, so 4,000 of config (Llama 3.1 405B's
+# config.json is under 1,000) and 20 menu names of 40 leave room to spare. The page keeps 20,000:
+# a browser's form encodes a pasted config's ASCII in 1 to 3 bytes each.
+ApiConfig = Annotated[
+    str | None, Query(max_length=4_000, description="a pasted config.json, with model=custom")
+]
+ApiCompare = Annotated[
+    list[Annotated[str, Field(max_length=40)]] | None,
+    Query(max_length=20, description="more models on the chart (a name not on the menu is left out)"),
+]
+
+
+def _choice(described: str, choices: Iterable[str]) -> Any:
+    """A menu of the API: its choices stated in the document ("" is the default, as the page's
+    form sends a menu left alone); calculate() refuses anything else, naming the field."""
+    return Query(max_length=40, description=described, json_schema_extra={"enum": ["", *choices]})
+
+
+# A number of the API: an integer in the bounds calculate() checks, or "" for the default.
+Context = Annotated[Annotated[int, Field(ge=1, le=MAX_CONTEXT)] | Literal[""] | None, Query()]
+Batch = Annotated[Annotated[int, Field(ge=1, le=MAX_BATCH)] | Literal[""] | None, Query()]
 
 
 @router.get("", response_model=CalcPublic)
 def api_calculate(
-    model: Text = None,
-    gpu: Text = None,
-    weights: Text = None,
-    cache: Text = None,
-    context: Text = None,
-    batch: Text = None,
-    config: Config = None,
-    compare: Compare = None,
+    model: Annotated[
+        str | None, _choice("a model of the menu, or custom with config", [*ALL_MODELS, CUSTOM])
+    ] = None,
+    gpu: Annotated[str | None, _choice("the GPU", GPUS)] = None,
+    weights: Annotated[str | None, _choice("the weights' dtype", WEIGHT_DTYPES)] = None,
+    cache: Annotated[str | None, _choice("the cache's dtype", CACHE_DTYPES)] = None,
+    context: Context = None,
+    batch: Batch = None,
+    config: ApiConfig = None,
+    compare: ApiCompare = None,
 ) -> dict[str, Any]:
-    form = CalcForm.from_query(model, gpu, weights, cache, context, batch, config, compare)
+    # The page's form sends its numbers as typed ("8,192"); the API takes integers.
+    typed = {name: None if n is None else str(n) for name, n in (("context", context), ("batch", batch))}
+    form = CalcForm.from_query(model, gpu, weights, cache, typed["context"], typed["batch"], config, compare)
     result = calculate(form.to_input())
     return {**result.to_json(), "chart": result.chart}
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Literal
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictBool, StrictFloat, StrictInt
 from starlette.concurrency import run_in_threadpool
 
 from app.cookie_session import guest_token
@@ -35,7 +35,7 @@ from app.web import templates
 
 router = APIRouter(prefix="/api/challenges", tags=["challenges"])
 
-Number = int | float | bool  # bool first would turn 1 into True; pydantic keeps the JSON type
+Number = StrictInt | StrictFloat | StrictBool  # bool first would turn 1 into True; "1" is no number
 
 
 class RunBody(ApiModel):

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field, RootModel
+from pydantic import BaseModel, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from app.services.errors import NotReady, ServiceError, TooManyRequests
+from app.services.errors import ServiceError, TooManyRequests
 
 
 class Refusal(BaseModel):
@@ -41,11 +41,6 @@ class ValidationRefusal(BaseModel):
     field: str | SkipJsonSchema[None] = Field(None, description="The form field or JSON key it is about")
 
 
-class InvalidOrNotReady(RootModel[ValidationRefusal | Refusal]):
-    """A 422 of a route that can also answer NotReady: a sentence in `detail`, since no value sent
-    was wrong."""
-
-
 def describe(kind: type[ServiceError]) -> str:
     """The first paragraph of the kind's docstring: what a refusal of that status means."""
     paragraph = (kind.__doc__ or kind.__name__).strip().split("\n\n")[0]
@@ -62,14 +57,14 @@ RETRY_AFTER = {
 
 
 def refusals(*kinds: type[ServiceError]) -> dict[int | str, dict[str, Any]]:
-    """The `responses=` of a route that can answer these kinds, one entry per status."""
+    """The `responses=` of a route that can answer these kinds, one entry per status (each kind of
+    that status said in its description: a 409 can be a Conflict or a NotReady)."""
     responses: dict[int | str, dict[str, Any]] = {}
     for kind in kinds:
-        entry = responses.setdefault(kind.status, {"description": describe(kind), "model": Refusal})
-        if kind.status == 422:
-            # A 422 is a validation error unless NotReady is among its kinds (a sentence then).
-            entry["model"] = InvalidOrNotReady if NotReady in kinds else ValidationRefusal
-            entry["description"] = "; ".join(describe(k) for k in kinds if k.status == 422)
+        model = ValidationRefusal if kind.status == 422 else Refusal
+        entry = responses.setdefault(kind.status, {"description": describe(kind), "model": model})
+        if describe(kind) not in entry["description"]:
+            entry["description"] = f"{entry['description']}; or: {describe(kind)}"
         if issubclass(kind, TooManyRequests):
             entry["headers"] = RETRY_AFTER
     return responses

@@ -92,7 +92,7 @@ def api_scheduling(
 def api_fit(
     fits: FitsDep, user: CurrentUser, session: SessionDep, settings: SettingsDep, clock: ClockDep
 ) -> SchedulingPublic:
-    """Queue a fit of the user's FSRS parameters: 422 with too few reviews, 409 while one is under way."""
+    """Queue a fit of the user's FSRS parameters: 409 with too few reviews or while one is under way."""
     now = clock.now()
     fits.submit(session=session, user=user, now=now)
     return scheduling_json(session, user, settings, now)

@@ -54,7 +54,15 @@ USER_TABLES: tuple[type[SQLModel], ...] = (
 # Columns the JSON export leaves out: a token's hash is of no use to its owner.
 EXPORT_HIDDEN: dict[type[SQLModel], set[str]] = {ApiToken: {"token_hash"}}
 
-EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+# The characters str.strip() removes (Python's whitespace), spelled out: `\s` means three things
+# here (JSON Schema's is ECMA's, pydantic's is Rust's Unicode White_Space, Python's its own: they
+# part on \x1c-\x1f, \x85 and \ufeff), so the sign-up schema, the route's validation and this check
+# would each judge an address holding one of those differently.
+SPACE = r"\t\n\u000b\u000c\r\u001c-\u001f \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+_PART = rf"[^@{SPACE}]+"
+EMAIL = re.compile(rf"^{_PART}@{_PART}\.{_PART}$")
+# The same address with the surroundings normalize_email trims, as a sign-up's JSON may send it.
+PADDED_EMAIL = rf"^[{SPACE}]*{_PART}@{_PART}\.{_PART}[{SPACE}]*$"
 
 
 def normalize_email(email: str) -> str:

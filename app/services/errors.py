@@ -62,12 +62,10 @@ class TooLarge(ServiceError):
     status = 413
 
 
-class NotReady(ServiceError):
-    """A well-formed request the user's data cannot support yet (too few reviews to fit their own
-    parameters): 422, its detail a sentence rather than a validation error, since no value sent
-    was wrong."""
-
-    status = 422
+class NotReady(Conflict):
+    """A well-formed request the data it reads cannot support now (too few reviews to fit, no card
+    matching the filters, nothing due): 409, as any refusal decided by what is stored rather than
+    by what was sent; the same request can succeed later, or on another server's bank."""
 
 
 class InvalidInput(ServiceError):

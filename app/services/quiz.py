@@ -30,7 +30,7 @@ from app.enums import QuestionKind, QuizItemState, QuizMode
 from app.models import Card, CardProgress, Quiz, QuizItem, User, utcnow
 from app.services import choice_options, key_point_suggestions, questions, quiz_learning, scheduling
 from app.services.card_content import content
-from app.services.errors import Conflict, InvalidInput
+from app.services.errors import Conflict, InvalidInput, NotReady
 from app.services.questions import KINDS
 
 MODES = tuple(QuizMode)
@@ -126,8 +126,8 @@ def start_quiz(
     cards = select_cards(session=session, user=user, spec=spec, settings=settings, now=now)
     if not cards:
         if spec.mode == QuizMode.DUE:
-            raise InvalidInput("Nothing is due right now. Start a quiz by topic, or come back later.")
-        raise InvalidInput("No card matches those choices.")
+            raise NotReady("Nothing is due right now. Start a quiz by topic, or come back later.")
+        raise NotReady("No card matches those choices.")
     rng = random.Random(spec.seed if spec.seed is not None else secrets.randbits(64))
     by_topic = questions.cards_by_topic(session=session)
     planned: list[tuple[Card, str, dict[str, Any]]] = []

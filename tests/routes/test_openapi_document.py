@@ -43,6 +43,65 @@ def test_an_empty_topic_is_documented_as_no_filter(client: TestClient) -> None:
         for p in client.get("/openapi.json").json()["paths"]["/api/cards"]["get"]["parameters"]
         if p["name"] == "topic"
     )
-    pattern = next(s["pattern"] for s in topic["schema"]["anyOf"] if "pattern" in s)
-    assert pattern == "^([a-z0-9-]{1,80})?$"
+    enum = next(s["enum"] for s in topic["schema"]["anyOf"] if "enum" in s)
+    assert enum[0] == "" and "rope" in enum  # no filter, or one of the bank's topics
     assert client.get("/api/cards?topic=").status_code == 200
+    assert client.get("/api/cards?topic=no-such-topic").status_code == 422
+
+
+def test_the_topics_a_quiz_or_mock_may_name_are_the_banks(client: TestClient) -> None:
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    slugs = [t.slug for t in client.app.state.site.topics]  # type: ignore[attr-defined]
+    for name in ("QuizCreate", "MockCreate"):
+        assert sorted(schemas[name]["properties"]["topics"]["items"]["enum"]) == sorted(slugs)
+
+
+def test_a_refusal_the_stored_data_decides_is_a_declared_409(client: TestClient) -> None:
+    """No card matching valid choices, nothing due, too few reviews to fit: 409 with a sentence."""
+    paths = client.get("/openapi.json").json()["paths"]
+    for path, method in [
+        ("/api/quizzes", "post"),
+        ("/api/mock", "post"),
+        ("/api/export/anki", "get"),
+        ("/api/settings/scheduling/fit", "post"),
+    ]:
+        assert "409" in paths[path][method]["responses"], path
+    refused = client.post(
+        "/api/quizzes", json={"topics": ["rope"], "kinds": ["numeric"], "difficulty": "hard"}
+    )
+    assert refused.status_code == 409 and refused.json() == {"detail": "No card matches those choices."}
+
+
+def test_the_calculators_menus_and_numbers_are_stated(client: TestClient) -> None:
+    parameters = {
+        p["name"]: p["schema"]
+        for p in client.get("/openapi.json").json()["paths"]["/api/calculator"]["get"]["parameters"]
+    }
+    assert parameters["gpu"]["enum"] == ["", "a100_80gb", "h100_sxm", "h200_sxm"]
+    assert "custom" in parameters["model"]["enum"]
+    context = next(s for s in parameters["context"]["anyOf"] if s.get("type") == "integer")
+    assert context["minimum"] == 1 and context["maximum"] == 10_000_000
+    assert client.get("/api/calculator", params={"gpu": "tpu"}).status_code == 422
+    assert client.get("/api/calculator", params={"context": "8,192"}).status_code == 422  # the page's text
+
+
+def test_the_signup_schemas_email_pattern_agrees_with_the_server_on_unicode_spaces(
+    client: TestClient,
+) -> None:
+    """\\s is ECMA's in the document, Rust's in pydantic and Python's in the service: the pattern
+    spells the spaces out, so an address holding \\x85 or \\x1c is refused by all three alike."""
+    pattern = client.get("/openapi.json").json()["components"]["schemas"]["SignupCredentials"]["properties"][
+        "email"
+    ]["pattern"]
+    assert "\\s" not in pattern
+    for odd in ("\x85", "\x1c", "\xa0", "\u3000"):
+        response = client.post(
+            "/api/auth/signup", json={"email": f"a{odd}b@example.com", "password": "x" * 12}
+        )
+        assert response.status_code == 422, odd
+    assert (
+        client.post(
+            "/api/auth/signup", json={"email": " \x85a@example.com\u3000", "password": "x" * 12}
+        ).status_code
+        == 201
+    )

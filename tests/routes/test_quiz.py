@@ -120,7 +120,7 @@ def test_the_quiz_form_explains_what_it_cannot_do(client: TestClient) -> None:
     assert page.status_code == 422 and "at least one kind" in page.text
     numeric_rope = {"csrf_token": token, "topics": ["rope"], "size": "3", "kinds": ["numeric"]}
     page = client.post("/quiz", data=numeric_rope)
-    assert page.status_code == 422 and "No card matches" in page.text
+    assert page.status_code == 409 and "No card matches" in page.text  # the bank decides: a Conflict
 
 
 def test_a_quiz_through_the_api(client: TestClient) -> None:
@@ -163,7 +163,7 @@ def test_a_quiz_through_the_api(client: TestClient) -> None:
         ({"kinds": []}, 422),
         ({"kinds": ["essay"]}, 422),
         ({"mode": "random"}, 422),
-        ({"mode": "due", "topics": ["rope"], "difficulty": "hard", "kinds": ["numeric"]}, 422),
+        ({"mode": "due", "topics": ["rope"], "difficulty": "hard", "kinds": ["numeric"]}, 409),  # nothing due
         ({"extra": 1}, 422),
     ],
 )

@@ -113,7 +113,7 @@ def test_the_json_of_a_429_keeps_its_shape(db_url: str) -> None:
 
 
 def test_a_fit_refused_for_too_few_reviews_says_so_in_a_sentence(client: TestClient) -> None:
-    """Nothing the visitor sent was wrong: the 422's detail is a sentence, not a validation error."""
+    """Nothing the visitor sent was wrong, their reviews decide: a 409 whose detail is a sentence."""
     refused = client.post("/api/settings/scheduling/fit", headers=BODYLESS)
-    assert refused.status_code == 422 and set(refused.json()) == {"detail"}
+    assert refused.status_code == 409 and set(refused.json()) == {"detail"}
     assert isinstance(refused.json()["detail"], str) and "more to go" in refused.json()["detail"]

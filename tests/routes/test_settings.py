@@ -48,9 +48,9 @@ def test_the_page_says_how_far_from_a_fit_a_new_user_is(client: TestClient) -> N
     assert data["parameters"] == list(DEFAULT_PARAMETERS) and data["threshold"] == 512
     # A visitor's refused fit: said beside the button, no row made.
     refused = client.post("/api/settings/scheduling/fit", headers=BODYLESS)
-    assert refused.status_code == 422 and "512 more to go" in refused.text
+    assert refused.status_code == 409 and "512 more to go" in refused.text
     page = client.post("/settings/fit", data={"csrf_token": csrf(client, "/settings")})
-    assert page.status_code == 422 and 'id="fit-error"' in page.text and "512 more to go" in page.text
+    assert page.status_code == 409 and 'id="fit-error"' in page.text and "512 more to go" in page.text
 
 
 def test_study_settings_are_checked_and_kept_when_refused(client: TestClient) -> None:

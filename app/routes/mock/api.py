@@ -44,7 +44,7 @@ from app.routes.mock.views import (
 from app.routes.public import Public
 from app.routes.refusals import refusals
 from app.services import mock as mocks
-from app.services.errors import Conflict, Gone, InvalidInput, NotFound
+from app.services.errors import Conflict, Gone, InvalidInput, NotFound, NotReady
 from app.validation import RowId
 
 router = APIRouter(prefix="/api/mock", tags=["mock interviews"])
@@ -65,7 +65,11 @@ def list_mocks(session: SessionDep, catalog: CatalogDep, user: Visitor, clock: C
     status_code=201,
     response_model=MockState,
     response_model_exclude_unset=True,
+<<<<<<< HEAD
     responses=refusals(Conflict, InvalidInput, NotFound),
+=======
+    responses=refusals(Conflict, NotReady, InvalidInput),
+>>>>>>> api
 )
 def create_mock(
     body: MockCreate,

@@ -11,7 +11,7 @@ from app.routes.challenge_models import SubmissionSummary
 from app.routes.public import Number, Public, Timestamp, public_model
 from app.routes.quiz.models import ChoiceOption
 from app.services import mock as mocks
-from app.validation import ApiModel, BodyPosition, EmptyIsNone
+from app.validation import ApiModel, BodyIndex, BodyPosition, EmptyIsNone
 
 TopicSlug = Annotated[str, Field(pattern=r"^[a-z0-9-]{1,80}$")]
 
@@ -42,14 +42,14 @@ class MockAnswer(ApiModel):
     text: str = Field(default="", max_length=20_000)
     value: str | None = Field(default=None, max_length=100)  # numeric problems
     unit: str | None = Field(default=None, max_length=20)
-    picked: list[int] = Field(default_factory=list, max_length=20)  # multiple choice
+    picked: list[BodyIndex] = Field(default_factory=list, max_length=20)  # multiple choice
 
 
 # The user's scoring of one question: the key points covered, and whether the follow-up was.
 class MockMark(ApiModel):
     position: BodyPosition
-    key_points: list[int] = Field(default_factory=list, max_length=50)
-    follow_up: bool = False
+    key_points: list[BodyIndex] = Field(default_factory=list, max_length=50)
+    follow_up: StrictBool = False
 
 
 # The user's scoring of a whole interview.

@@ -14,14 +14,14 @@ from app.routes.quiz.models import AnswerIn, QuizCreate, QuizItemPublic, QuizPub
 from app.routes.quiz.views import load_item, load_quiz, quiz_view, start
 from app.routes.refusals import refusals
 from app.services import quiz as quizzes
-from app.services.errors import Conflict, InvalidInput, NotFound
+from app.services.errors import Conflict, InvalidInput, NotFound, NotReady
 from app.services.scheduling import parse_rating
 from app.validation import Position, RowId
 
 router = APIRouter(prefix="/api/quizzes", tags=["quizzes"])
 
 
-@router.post("", status_code=201, response_model=QuizPublic, responses=refusals(InvalidInput))
+@router.post("", status_code=201, response_model=QuizPublic, responses=refusals(InvalidInput, NotReady))
 def api_start(
     body: QuizCreate, user: CurrentUser, session: SessionDep, settings: SettingsDep, clock: ClockDep
 ) -> QuizPublic:

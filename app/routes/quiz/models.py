@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, StrictInt
 
 from app.enums import Difficulty, QuestionKind, QuizItemState, QuizMode, RatingName
 from app.routes.public import Number, Public, Timestamp
 from app.services import quiz as quizzes
-from app.validation import ApiModel, EmptyIsNone
+from app.validation import ApiModel, BodyIndex, EmptyIsNone
 
 
 def _all_kinds() -> list[QuestionKind]:
@@ -26,14 +26,14 @@ class QuizCreate(ApiModel):
         default_factory=list, max_length=50
     )
     difficulty: Annotated[Difficulty | None, EmptyIsNone] = None
-    size: int = Field(default=10, ge=1, le=10_000)
+    size: StrictInt = Field(default=10, ge=1, le=10_000)
     kinds: list[QuestionKind] = Field(default_factory=_all_kinds, min_length=1, max_length=3)
 
 
 # An answer: `answer` (recall, optional), `picked` (choice), `value` and `unit` (numeric).
 class AnswerIn(ApiModel):
     answer: str | None = Field(default=None, max_length=quizzes.MAX_TYPED_ANSWER)
-    picked: list[int] = Field(default_factory=list, max_length=20)
+    picked: list[BodyIndex] = Field(default_factory=list, max_length=20)
     value: str | None = Field(default=None, max_length=100)
     unit: str | None = Field(default=None, max_length=20)
 
@@ -41,7 +41,7 @@ class AnswerIn(ApiModel):
 # A rating of a revealed recall question, with the indices of the key points the user got.
 class RatingIn(ApiModel):
     rating: RatingName
-    key_points: list[int] = Field(default_factory=list, max_length=50)
+    key_points: list[BodyIndex] = Field(default_factory=list, max_length=50)
 
 
 # --- responses ------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from app.content.challenges import Challenge
 from app.models import Card, CardProgress, MockInterview, MockItem, Submission, Topic, User
 from app.services import questions, scheduling
 from app.services.card_content import as_json, content
-from app.services.errors import Conflict, InvalidInput, NotFound
+from app.services.errors import Conflict, InvalidInput, NotFound, NotReady
 from app.services.mock.deadline import running_mock
 from graders.verdict import Verdict
 
@@ -239,7 +239,7 @@ def start_mock(
         n = plan_questions(minutes=spec.minutes, with_challenge=spec.with_challenge, settings=settings)
         cards = select_cards(session=session, user=user, spec=spec, n=n, settings=settings, now=now, rng=rng)
     if not cards:
-        raise InvalidInput("No card matches those topics", "topics")
+        raise NotReady("No card matches those topics", "topics")
     challenge = None
     if spec.with_challenge and spec.card is None:
         challenge = choose_challenge(
