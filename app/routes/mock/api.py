@@ -65,11 +65,7 @@ def list_mocks(session: SessionDep, catalog: CatalogDep, user: Visitor, clock: C
     status_code=201,
     response_model=MockState,
     response_model_exclude_unset=True,
-<<<<<<< HEAD
-    responses=refusals(Conflict, InvalidInput, NotFound),
-=======
-    responses=refusals(Conflict, NotReady, InvalidInput),
->>>>>>> api
+    responses=refusals(Conflict, NotReady, InvalidInput, NotFound),
 )
 def create_mock(
     body: MockCreate,
