@@ -45,6 +45,61 @@ DEPENDENCY_REFUSALS: dict[Callable[..., Any], tuple[type[ServiceError], ...]] = 
     submit_allowed: (TooLarge, TooManyRequests),
 }
 
+# Each operation's name in /docs, said as what it does: FastAPI's default is the function's name
+# title-cased ("Api List Cards"). Keyed by method and path, which CONTRACT.md fixes; the
+# operationIds stay FastAPI's (a generated client keeps its method names).
+SUMMARIES: dict[tuple[str, str], str] = {
+    ("get", "/api/cards"): "List and search the question cards",
+    ("get", "/api/cards/{card_id}"): "One card, with its answer",
+    ("get", "/api/challenges"): "List the coding challenges",
+    ("get", "/api/challenges/{slug}"): "One coding challenge: prompt and starter code",
+    ("get", "/api/challenges/{slug}/solution"): "A challenge's reference solution",
+    ("get", "/api/challenges/{slug}/submissions"): "Your submissions to a challenge",
+    ("post", "/api/challenges/{slug}/submissions"): "Submit code for grading",
+    ("get", "/api/submissions/{submission_id}"): "A submission and its verdict",
+    ("get", "/api/submissions/{submission_id}/code"): "A submission's code",
+    ("get", "/api/challenges/{slug}/examples"): "A challenge's visible examples and Run parameters",
+    ("post", "/api/challenges/{slug}/run"): "Run code on the visible examples (not graded)",
+    ("get", "/api/auth/me"): "Who you are: account or guest",
+    ("post", "/api/auth/signup"): "Create an account",
+    ("post", "/api/auth/login"): "Log in",
+    ("post", "/api/auth/logout"): "Log out",
+    ("get", "/api/quizzes"): "Your recent quizzes",
+    ("post", "/api/quizzes"): "Start a quiz",
+    ("get", "/api/quizzes/{quiz_id}"): "A quiz and its questions",
+    ("get", "/api/quizzes/{quiz_id}/items/{position}"): "One question of a quiz",
+    ("post", "/api/quizzes/{quiz_id}/items/{position}/answer"): "Answer a quiz question",
+    ("post", "/api/quizzes/{quiz_id}/items/{position}/rate"): "Rate a recall question",
+    ("post", "/api/quizzes/{quiz_id}/undo"): "Undo the quiz's last rating",
+    ("get", "/api/settings/scheduling"): "Your scheduling: parameters and fit",
+    ("post", "/api/settings/scheduling/fit"): "Fit FSRS parameters to your reviews",
+    ("delete", "/api/settings/scheduling/parameters"): "Go back to FSRS's default parameters",
+    ("post", "/api/key-points/suggest"): "Suggest the key points an answer covers",
+    ("get", "/api/progress"): "Your progress dashboard",
+    ("get", "/api/account"): "Your account",
+    ("delete", "/api/account"): "Delete your account and its data",
+    ("put", "/api/account/settings"): "Change your study settings",
+    ("put", "/api/account/password"): "Change your password",
+    ("get", "/api/account/export"): "Export all your data (JSON)",
+    ("get", "/api/export/anki"): "Export cards as an Anki deck (.apkg)",
+    ("get", "/api/mock"): "Your mock interviews",
+    ("post", "/api/mock"): "Start a mock interview",
+    ("get", "/api/mock/shared/{token}"): "A shared mock interview report (read-only)",
+    ("get", "/api/mock/{mock_id}"): "A mock interview's state and current question",
+    ("post", "/api/mock/{mock_id}/answers"): "Answer the current mock question",
+    ("post", "/api/mock/{mock_id}/submissions"): "Submit code for the mock's coding problem",
+    ("post", "/api/mock/{mock_id}/finish"): "End a mock interview",
+    ("post", "/api/mock/{mock_id}/score"): "Score a mock interview's answers",
+    ("get", "/api/mock/{mock_id}/report"): "A mock interview's report",
+    ("post", "/api/mock/{mock_id}/share"): "Create a read-only link to a report",
+    ("delete", "/api/mock/{mock_id}/share"): "Revoke a report's read-only link",
+    ("get", "/api/lab/runs"): "Your lab runs",
+    ("post", "/api/lab/runs"): "Start a lab run",
+    ("get", "/api/lab/runs/{run_id}"): "A lab run and its results",
+    ("get", "/api/calculator"): "Compute KV-cache memory and decode speed",
+}
+
+
 UNSAFE_METHODS = frozenset({"post", "put", "patch", "delete"})
 
 MALFORMED_BODY = {"description": "The body is not JSON", "model": Refusal}
@@ -206,6 +261,9 @@ def amend(document: dict[str, Any], app: FastAPI) -> dict[str, Any]:
         for method in route.methods or ():
             operation = document["paths"][route.path_format].get(method.lower())
             if operation is not None:
+                named = SUMMARIES.get((method.lower(), str(route.path_format)))
+                if named and route.summary is None:
+                    operation["summary"] = named
                 _amend_operation(
                     method.lower(), operation, dependant, route.body_field is not None, components
                 )

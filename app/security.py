@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -79,6 +80,30 @@ NOT_JSON = _refuse(
 )
 
 
+def _wants_a_page(scope: Scope) -> bool:
+    """A browser asking for a page (as app/error_handlers.py decides): it gets a page, not JSON."""
+    if scope["path"].startswith(("/api", "/static")):
+        return False
+    accept = next((v for n, v in scope["headers"] if n == b"accept"), b"")
+    return b"text/html" in accept
+
+
+def _refusal_page(status: int, body: bytes) -> bytes:
+    """A plain page for a refusal made before the app runs (no session, so not the site's layout)."""
+    detail = json.loads(body)["detail"]
+    message = detail if isinstance(detail, str) else detail[0]["msg"]
+    if message.startswith("NUL"):
+        message = "This address holds a NUL character (%00), which no page of kvprep has: it cannot be read."
+    page = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{status}</title></head><body><main><h1>This request was refused</h1>"
+        f'<p class="error-detail">{html.escape(message)}</p>'
+        '<p><a href="/">Back to the home page</a></p></main></body></html>'
+    )
+    return page.encode()
+
+
 def _same_origin(origin: bytes, host: bytes | None, scheme: bytes) -> bool:
     """Origin is scheme://host[:port]; it must name the scheme and host the request was sent to
     (https://host and http://host are two origins: a page of one may not act on the other)."""
@@ -99,12 +124,15 @@ class RequestGuard:
         refusal = self._check(scope)
         if refusal is not None:
             status, body = refusal
+            kind = b"application/json"
+            if _wants_a_page(scope):
+                kind, body = b"text/html; charset=utf-8", _refusal_page(status, body)
             await send(
                 {
                     "type": "http.response.start",
                     "status": status,
                     "headers": [
-                        (b"content-type", b"application/json"),
+                        (b"content-type", kind),
                         (b"content-length", str(len(body)).encode()),
                     ],
                 }

@@ -105,6 +105,11 @@ class OutputOut(BaseModel):
     )
 
 
+class ReferenceOut(BaseModel):
+    what: str = Field(description="the output, with its shape")
+    expected: SummaryOut = Field(description="the reference's output")
+
+
 class CaseOut(BaseModel):
     name: str
     description: str
@@ -113,6 +118,9 @@ class CaseOut(BaseModel):
     message: str
     outputs: list[OutputOut]
     custom: bool
+    reference: list[ReferenceOut] = Field(
+        default_factory=list, description="the reference's outputs, when the code gave none to compare"
+    )
 
 
 class RunOut(BaseModel):

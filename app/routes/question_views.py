@@ -128,4 +128,5 @@ def mock_question_view(
     if step == MockPhase.FOLLOW_UP:
         view.answer = item.answer
         view.follow_up = item.payload["follow_up"]["question"]
+        view.follow_up_kind = item.payload["follow_up"].get("kind")
     return view

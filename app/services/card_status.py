@@ -1,4 +1,9 @@
-"""Where a visitor stands with each card: never reviewed, due now, or scheduled for later.
+"""Where a visitor stands with each card: new, due now, or scheduled for later.
+
+The one definition every page counts by (home, /quiz, /progress, /cards): a card is *seen* once
+the user has a progress row for it, from a review or from a failed coding challenge on its topic
+(which brings the card forward to due now, app/services/scheduling/history.py); *new* otherwise;
+*due* when seen and its next review is not in the future.
 
 Personal: pages show it per request and never keep it in a cache shared between visitors
 (app/pages.py). A visitor without a user row has reviewed nothing, so every card is new.

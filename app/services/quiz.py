@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from fsrs import Rating
+from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from app.config import Settings
@@ -213,6 +214,20 @@ def recent_quizzes(*, session: Session, user_id: int, limit: int = 10) -> list[Q
             .limit(limit)
         ).all()
     )
+
+
+def repeats_by_quiz(*, session: Session, quiz_ids: Sequence[int | None]) -> dict[int, int]:
+    """How many of each quiz's questions ask a missed card again. A quiz's size counts its
+    questions, repeats included; its cards are the size less these (it asks each card once)."""
+    ids = [i for i in quiz_ids if i is not None]
+    if not ids:
+        return {}
+    rows = session.exec(
+        select(QuizItem.session_id, func.count())
+        .where(col(QuizItem.session_id).in_(ids), col(QuizItem.repeat_of).is_not(None))
+        .group_by(col(QuizItem.session_id))
+    ).all()
+    return {quiz_id: int(n) for quiz_id, n in rows}
 
 
 # --- answering and rating --------------------------------------------------------------------------

@@ -14,10 +14,11 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from graders.checks.report import CheckReport, Mismatch
-from graders.examples.compare import OutputResult, judge
+from graders.examples.compare import OutputResult, judge, summarize
 from graders.examples.registry import spec_for
 from graders.examples.spec import RunSpec, describe_values
 from graders.limits import Limits
@@ -26,6 +27,8 @@ from graders.sandbox.protocol import SubmissionError, SubmissionLink
 from graders.verdict import Verdict
 
 log = logging.getLogger("graders.examples")
+# The references: each challenge's solution.py, beside its prompt (questions/challenges/SLUG/).
+CHALLENGES = Path(__file__).resolve().parents[2] / "questions" / "challenges"
 
 
 @dataclass
@@ -37,6 +40,9 @@ class CaseResult:
     message: str = ""  # why it failed, in interviewer words; "" when it passed
     outputs: list[OutputResult] = field(default_factory=list)
     custom: bool = False
+    # When the submission gave nothing to compare (it raised): what the reference returns on this
+    # input, [{"what", "expected"}], so the page still shows what was expected.
+    reference: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -47,6 +53,7 @@ class CaseResult:
             "message": self.message,
             "outputs": [o.to_json() for o in self.outputs],
             "custom": self.custom,
+            "reference": self.reference,
         }
 
 
@@ -135,6 +142,7 @@ def run_examples(
             result = _drive(spec, code, session, values)
         finally:
             session.close()  # kills and reaps the child and everything it started
+        _add_reference_outputs(spec, client, limits, result)
     except SandboxError as exc:
         log.error("sandbox failure while running the examples of %s: %s", slug, exc)
         result = RunResult(
@@ -171,3 +179,27 @@ def _drive(spec: RunSpec, code: str, session: Any, values: dict[str, Any] | None
         result.message = "The examples runner failed on this code; it has been logged."
     result.output = session.output()
     return result
+
+
+def _add_reference_outputs(
+    spec: RunSpec, client: ForkServerClient, limits: Limits, result: RunResult
+) -> None:
+    """The reference's outputs for each case the submission raised on (or answered undecodably),
+    from the challenge's solution.py run on the same inputs in a sandbox session of its own (a case
+    builds its expected output beside the submission's calls, so it needs something to call).
+    Best effort: any failure here leaves those cases as they were."""
+    bare = [c for c in (*result.examples, *([result.custom] if result.custom else [])) if not c.outputs]
+    solution = CHALLENGES / spec.slug / "solution.py"
+    if not bare or not solution.is_file():
+        return
+    try:
+        session = client.open(limits)
+        try:
+            session.load(solution.read_text())
+            for case in bare:
+                compared = spec.case(session, dict(case.input))
+                case.reference = [{"what": c.what, "expected": summarize(c.want).to_json()} for c in compared]
+        finally:
+            session.close()
+    except Exception:  # noqa: BLE001 - the submission's result stands without the reference's
+        log.warning("no reference outputs for the %s examples", spec.slug, exc_info=True)

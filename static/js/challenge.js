@@ -29,12 +29,19 @@
     draftStatus.textContent = "Starter code restored";
   });
 
-  // Hints, one at a time.
+  // Hints, one at a time. How many of the challenge's own hints were shown is kept on this browser,
+  // so a reload does not hide them again (a mistake's hints come back with the verdict shown again).
   const nextHint = document.getElementById("next-hint");
+  const hintKey = `kvprep:hints:${slug}`;
+  const ownHints = () => [...root.querySelectorAll(".hint:not(.mistake-hint)")];
+  const shownBefore = Number.parseInt(localStorage.getItem(hintKey) || "0", 10) || 0;
+  ownHints().slice(0, shownBefore).forEach((h) => { h.hidden = false; });
+  if (!root.querySelector(".hint[hidden]")) nextHint.hidden = true;
   nextHint.addEventListener("click", () => {
     const hidden = root.querySelectorAll(".hint[hidden]");
     if (hidden.length) hidden[0].hidden = false;
     if (hidden.length <= 1) nextHint.hidden = true;
+    localStorage.setItem(hintKey, String(ownHints().filter((h) => !h.hidden).length));
   });
 
   // A failed verdict that names a known mistake carries its hint (mistake_hints, one per named

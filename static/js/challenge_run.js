@@ -177,6 +177,8 @@
     rows.replaceChildren();
     for (const c of cases) {
       const outputs = c.outputs.length ? c.outputs : [null];
+      // The code raised: no output of its own, but the reference's is still worth seeing.
+      const reference = c.outputs.length ? [] : c.reference || [];
       for (const output of outputs) {
         const row = document.createElement("tr");
         const ok = output ? output.passed : c.passed;
@@ -189,7 +191,16 @@
           label.append(what);
         }
         cell(row, "Passed", ok ? "✓ yes" : "✗ no", "passed");
-        cell(row, "Expected (reference)", output ? output.expected.text : "—", "values");
+        const expected = cell(row, "Expected (reference)", output ? output.expected.text : reference.length ? undefined : "—", "values");
+        for (const r of reference) {
+          const part = document.createElement("span");
+          part.className = "reference-output";
+          const what = document.createElement("span");
+          what.className = "what";
+          what.textContent = r.what;
+          part.append(what, r.expected.text);
+          expected.append(part);
+        }
         cell(row, "Your output", output ? output.got.text : "—", "values");
         const diff = cell(row, "Difference", output ? difference(output) : "");
         const message = output ? output.message : c.message;

@@ -105,3 +105,24 @@ def test_the_signup_schemas_email_pattern_agrees_with_the_server_on_unicode_spac
         ).status_code
         == 201
     )
+
+
+def test_every_operation_has_a_readable_name(client: TestClient) -> None:
+    """/docs names each operation by what it does (app/openapi.py SUMMARIES), never by its function
+    ("Api List Cards"): a new route without a name fails here."""
+    from app.openapi import SUMMARIES
+
+    paths = client.get("/openapi.json").json()["paths"]
+    operations = {(method, path): op for path, ops in paths.items() for method, op in ops.items()}
+    unnamed = sorted(key for key in operations if key not in SUMMARIES)
+    assert unnamed == []
+    assert {op["summary"] for op in operations.values()} <= set(SUMMARIES.values())
+    assert set(SUMMARIES) <= set(operations)  # no name for a route that is gone
+
+
+def test_a_nul_in_a_browsers_address_is_a_page(client: TestClient) -> None:
+    page = client.get("/cards/%00", headers={"accept": "text/html"})
+    assert page.status_code == 422 and page.headers["content-type"].startswith("text/html")
+    assert "NUL character" in page.text
+    api = client.get("/api/cards/%00", headers={"accept": "text/html"})
+    assert api.status_code == 422 and api.json()["detail"][0]["loc"] == ["path"]

@@ -108,3 +108,42 @@ def test_home_quiz_and_progress_state_the_same_counts(client: TestClient) -> Non
     assert due_now == _number(progress, r'id="stat-due-now">(\d+)<') == board["now"]
     assert _number(quiz, r'id="quiz-due-mode-count">(\d+)<') == board["now"] + board["new_today"]
     assert board["new_today"] == 10 - 6  # ten new a day, six introduced
+
+    # A failed challenge brings its topic's cards forward: seen and due on every page, never
+    # "0 / 4 seen but 4 due" on one and new on another.
+    user_id = client.get("/api/auth/me").json()["id"]
+    with Session(client.app.state.engine) as session:  # type: ignore[attr-defined]
+        touched = record_challenge_result(
+            session=session, user_id=user_id, slug="logits-processors", passed=False, topics=["sampling"],
+            settings=client.app.state.settings,  # type: ignore[attr-defined]
+        )  # fmt: skip
+    assert touched >= 3
+    client.app.state.personal_pages.forget(user_id)  # type: ignore[attr-defined]  # as a stored verdict does
+    mastery = {m["slug"]: m for m in client.get("/api/progress").json()["mastery"]}
+    sampling = mastery["sampling"]
+    assert sampling["seen"] == sampling["due"] == sampling["cards"] == touched
+    progress = client.get("/progress").text
+    row = re.search(r'<tr data-topic="sampling">(.*?)</tr>', progress, re.S)
+    assert row and f"<td>{touched} / {touched}</td>" in row.group(1) and f"<td>{touched}</td>" in row.group(1)
+    assert all(m["due"] <= m["seen"] <= m["cards"] for m in mastery.values())
+    quiz = client.get("/quiz").text
+    never_seen = _number(quiz, r"(\d+) never seen")
+    assert never_seen + sum(m["seen"] for m in mastery.values()) == sum(m["cards"] for m in mastery.values())
+    assert _number(quiz, r'id="quiz-due-now">(\d+)<') == board["now"] + touched
+
+
+def test_a_quiz_counts_its_cards_once_however_often_a_miss_comes_back(client: TestClient) -> None:
+    """A 3-card quiz whose misses came back once each is 3 cards on its results and in the list of
+    recent quizzes, not 6 (issue 22, item 11): a repeat asks a card again, it is not a new card."""
+    signup(client, "repeats@example.com")
+    quiz = start_quiz(client, topics=["kv-memory"], size=3, kinds=["recall"])
+    finish_quiz(client, quiz, rating="again")
+    again = client.get(f"/api/quizzes/{quiz['id']}").json()
+    assert again["size"] == 6  # each miss asked once more at the end
+    finish_quiz(client, {**again, "items": again["items"][3:]}, rating="good")
+    results = client.get(f"/quiz/{quiz['id']}").text
+    assert 'id="quiz-right">0<' in results and 'id="quiz-cards">3<' in results
+    assert "3 questions asking a missed card again" in results
+    listed = client.get("/quiz").text
+    assert '<span class="quiz-cards">3 cards</span>' in listed and "3 asked again after a miss" in listed
+    assert "6 cards" not in listed

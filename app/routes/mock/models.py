@@ -102,6 +102,9 @@ class MockCurrent(Public):
     submissions: list[SubmissionSummary] | None = None  # the interview's code, oldest first
     answer: str | None = None
     follow_up: str | None = None
+    # Why the follow-up is asked (app/services/mock/interviewer.py): `harder` when the answer
+    # covered every key point, so the page does not say it is digging into a gap.
+    follow_up_kind: str | None = None
 
 
 # A mock interview's state: the server's clock, progress and the current question.

@@ -65,13 +65,15 @@ def _start_page(
 ) -> HTMLResponse:
     assert user.id is not None
     topics = ordered_topics(session=session)
+    recent = quizzes.recent_quizzes(session=session, user_id=user.id)
     return templates.TemplateResponse(
         request,
         "quiz/start.html",
         {
             "topics": topics,
             "counts": due_counts(session=session, user=user, settings=settings, now=now),
-            "recent": quizzes.recent_quizzes(session=session, user_id=user.id),
+            "recent": recent,
+            "repeats": quizzes.repeats_by_quiz(session=session, quiz_ids=[q.id for q in recent]),
             "form": form
             or {"mode": "topics", "topics": [], "difficulty": "", "size": 10, "kinds": list(quizzes.KINDS)},
             "max_size": settings.quiz_max_size,
@@ -107,6 +109,7 @@ async def start_page(
             "topics": site.topics,
             "counts": site.fresh_visitor_counts(settings, now),
             "recent": [],
+            "repeats": {},
             "form": form,
             "max_size": settings.quiz_max_size,
             "errors": {},

@@ -2,8 +2,10 @@
 
 The rule, first that applies (deterministic for a given answer, since the matcher is):
 
-1. nudge: the answer echoes one of the card's common wrong answers (app/services/wrong_answers.py):
-   "You said ...", followed by the follow-up that probes the most important missed key point;
+1. nudge: the answer misses a key point and echoes one of the card's common wrong answers
+   (app/services/wrong_answers.py): "You said ...", followed by the follow-up that probes the most
+   important missed key point. An answer that covered every key point shares words with the wrong
+   answers (they are about the same things) but is not nudged: it earned the harder question;
 2. probe: a key point was missed (key points are in order of importance): the follow-up that
    probes the first missed point, a `same` one before a `harder` one, in file order;
 3. number: the card's key points carry a number and the answer gave none: a request for it;
@@ -81,7 +83,7 @@ def next_prompt(
     missed = [i for i in range(len(points)) if i not in covered]
     probe = next(((i, f) for i in missed if (f := _probing(follow_ups, i)) is not None), None)
     first_same = next((f for f in follow_ups if f.difficulty == FollowUpDifficulty.SAME), follow_ups[0])
-    for wrong in asked.wrong_answers:
+    for wrong in asked.wrong_answers if missed else ():
         if text.strip() and matches_wrong_answer(text, wrong.answer, common):
             said = wrong.answer.strip().strip('"“”')
             then = probe[1] if probe else first_same

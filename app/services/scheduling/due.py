@@ -18,11 +18,12 @@ from app.services.scheduling.scheduler import days_to_interview, retention_for, 
 
 @dataclass(frozen=True)
 class DueCounts:
-    due_now: int  # seen cards due now (and cards a failed challenge brought forward)
+    # Seen, new and due as app/services/card_status.py defines them, for every page's counts.
+    due_now: int  # seen cards due now (a failed challenge's cards among them)
     due_today: int  # seen cards due before the end of today
     due_week: int  # seen cards due within 7 days
-    new_today: int  # unseen cards to introduce today
-    unseen: int  # cards never reviewed
+    new_today: int  # new cards to introduce today
+    unseen: int  # new cards: no review and no challenge result yet
     interview_days: int | None
     # What sets these counts, shown beside them: the retention target, the interview date, and
     # whether the FSRS parameters are fitted to this user (app/services/personal_fsrs.py).

@@ -72,7 +72,9 @@ def mastery_by_topic(
                 slug=topic.slug,
                 title=topic.title,
                 cards=len(cards),
-                seen=sum(1 for p in mine if p.reps > 0),
+                # Seen as on every page (app/services/card_status.py): a progress row, from a review
+                # or a failed challenge that brought the card forward; so seen + new = cards, due <= seen.
+                seen=len(mine),
                 due=sum(1 for p in mine if p.due <= now),
                 mastery=sum(held) / len(cards) if cards else 0.0,
             )

@@ -64,6 +64,14 @@ def test_an_echoed_wrong_answer_gets_a_nudge() -> None:
     assert next_prompt(CARD, text, covered={2}) == prompt  # deterministic for a given answer
 
 
+def test_an_answer_that_covered_everything_is_not_nudged_for_sharing_a_wrong_answers_words() -> None:
+    """Issue 22: a full answer talks about the same things as the wrong answers; it gets the
+    harder question, not a nudge (which the page introduced as digging deeper)."""
+    text = "It caches the attention scores' inputs, keys and values, never queries, 512 KiB."
+    assert next_prompt(CARD, text, covered={2}).kind == "nudge"
+    assert next_prompt(CARD, text, covered={0, 1, 2}).kind == "harder"
+
+
 def test_the_mock_asks_the_chosen_follow_up_and_keeps_why(db: Session, settings: Settings) -> None:
     mock = start(db, settings, make_user(db, guest_token="listen"))
     item = mocks.mock_items(session=db, mock=mock)[0]
