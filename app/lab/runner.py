@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from app.lab.experiments import EXPERIMENTS, SEED, SEED_PREFILL_MS, Plan
+from app.lab.experiments import EXPERIMENT_NAMES, EXPERIMENTS, SEED, SEED_PREFILL_MS, Plan
 from graders.reference.gpt2 import GPT2, GPT2Config
 
 # A model small enough for a test or a first look (a few seconds), with the seed's ratios intact.
@@ -27,6 +27,11 @@ TINY_PLAN = Plan(
     repeats=1,
 )
 SIZES: dict[str, tuple[GPT2Config, Plan]] = {"full": (GPT2Config(), Plan()), "tiny": (TINY_CONFIG, TINY_PLAN)}
+# What the pages call each size: the model, with the table size that sets its position limit.
+SIZE_NAMES: dict[str, str] = {
+    "full": f"GPT-2 small ({GPT2Config().n_positions:,} positions)",
+    "tiny": f"a tiny model ({TINY_CONFIG.n_positions:,} positions)",
+}
 
 
 class LabTimeout(Exception):
@@ -55,9 +60,10 @@ def run_plan(
     for index, name in enumerate(names):
 
         def step(fraction: float, message: str, index: int = index, name: str = name) -> None:
+            title = EXPERIMENT_NAMES[name]  # the page's name, not the key
             if time.monotonic() > deadline:
-                raise LabTimeout(f"the lab stopped at its {time_limit_s:g} s limit during {name!r}")
-            report((index + min(max(fraction, 0.0), 1.0)) / len(names), f"{name}: {message}")
+                raise LabTimeout(f"the lab stopped at its {time_limit_s:g} s limit during {title}")
+            report((index + min(max(fraction, 0.0), 1.0)) / len(names), f"{title}: {message}")
 
         step(0.0, "starting")
         results[name] = EXPERIMENTS[name](model, plan, step)

@@ -25,9 +25,9 @@ from app.deps import (
     find_user,
 )
 from app.enums import LabRunStatus
-from app.lab.experiments import EXPERIMENTS, SEED
+from app.lab.experiments import EXPERIMENT_NAMES, EXPERIMENTS, SEED
 from app.lab.jobs import LabJobs, is_stale, own_run, recent_runs
-from app.lab.runner import SIZES
+from app.lab.runner import SIZE_NAMES, SIZES
 from app.models import LabRun
 from app.routes.public import Public, Timestamp
 from app.routes.refusals import refusals
@@ -46,6 +46,12 @@ EXPERIMENT_TITLES = {
     "cache_bytes": "The cache's bytes against the formula (seed: 72 KiB per token in fp32)",
     "batching": "Batch size against tokens per second and one user's latency",
 }
+
+
+def run_heading(size: str, experiments: list[str]) -> str:
+    """A run as the pages name it: the model and the experiments in words, never their keys."""
+    chosen = [EXPERIMENT_NAMES.get(name, name) for name in experiments] or ["every experiment"]
+    return f"{SIZE_NAMES.get(size, size)} · {', '.join(chosen)}"
 
 
 # The body of a lab run request.
@@ -176,6 +182,7 @@ def lab_page(request: Request, session: SessionDep, settings: SettingsDep, user:
         {
             "runs": [run_json(r, settings) for r in runs],
             "experiments": EXPERIMENT_TITLES,
+            "run_heading": run_heading,
             "sizes": list(SIZES),
             "seed": SEED,
         },
@@ -209,5 +216,13 @@ def run_page(
 ) -> HTMLResponse:
     run = run_json(_load_run(session, user.id, run_id), settings)
     return templates.TemplateResponse(
-        request, "lab/run.html", {"run": run, "experiments": EXPERIMENT_TITLES, "known": list(EXPERIMENTS)}
+        request,
+        "lab/run.html",
+        {
+            "run": run,
+            "heading": run_heading(run["size"], run["experiments"]),
+            "experiments": EXPERIMENT_TITLES,
+            "known": list(EXPERIMENTS),
+            "seed_positions": SEED["positions"],
+        },
     )

@@ -304,10 +304,14 @@ def preset_for_figures(names: list[str]) -> dict[str, str] | None:
 
 
 def fmt_bytes(n: float) -> str:
-    """GiB above 1 GiB, MiB above 1 MiB, else KiB: binary units, as the cards write them."""
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+    """Binary units written as the cards write them, so a card's case reads the same here: GiB with
+    two decimals from half a GiB up ("0.50 GiB" for Llama 3 8B's 4k cache, "4.50 GiB"), MiB and KiB
+    without trailing zeros ("512 KiB", "22 KiB", "1.5 MiB")."""
+    if abs(n) >= 2**29:
+        return f"{n / 2**30:,.2f} GiB"
+    for unit, size in (("MiB", 2**20), ("KiB", 2**10)):
         if abs(n) >= size:
-            return f"{n / size:,.2f} {unit}"
+            return f"{n / size:,.2f}".rstrip("0").rstrip(".") + f" {unit}"
     return f"{n:,.0f} bytes"
 
 

@@ -158,8 +158,10 @@ class GPT2(nn.Module):
         positions = torch.arange(t_past, t_past + T, device=tokens.device)  # (T,)
         if t_past + T > self.config.n_positions:
             # The table has n_positions rows: the next position has none, as in the real model.
+            # Counted as the cards count: token k (from 1) needs position index k - 1 (from 0).
             raise IndexError(
-                f"position {t_past + T} is past the {self.config.n_positions}-row position table"
+                f"token {t_past + T} needs position index {t_past + T - 1}, past the "
+                f"{self.config.n_positions}-row position table (indices 0 to {self.config.n_positions - 1})"
             )
         x = self.transformer.wte(tokens) + self.transformer.wpe(positions)  # (B, T, d)
         presents: list[LayerCache] = []

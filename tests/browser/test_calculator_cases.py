@@ -64,7 +64,7 @@ def test_a_pasted_config_is_read_and_picking_it_first_waits_for_the_paste(  # ty
     box.fill(json.dumps(TINY_LLAMA))
     page.get_by_role("button", name="Calculate").click()
     expect(page.locator("#calc-results h2")).to_contain_text("on")
-    expect(page.locator("#calc-per-token")).to_have_text("22.00 KiB")  # 2 x 22 x 4 x 64 x 2 bytes = 22,528
+    expect(page.locator("#calc-per-token")).to_have_text("22 KiB")  # 2 x 22 x 4 x 64 x 2 bytes = 22,528
 
     # A fresh page, the menu left on its default model: the paste alone decides.
     page.goto("/calculator")
@@ -72,8 +72,36 @@ def test_a_pasted_config_is_read_and_picking_it_first_waits_for_the_paste(  # ty
     page.locator("#calc-config").fill(json.dumps(TINY_LLAMA))
     page.get_by_label("Context (tokens)").fill("4096")
     page.get_by_role("button", name="Calculate").click()
-    expect(page.locator("#calc-per-token")).to_have_text("22.00 KiB")
+    expect(page.locator("#calc-per-token")).to_have_text("22 KiB")
     expect(page.get_by_label("Model")).to_have_value("custom")
     expect(page.locator("#calc-window-warning")).to_contain_text("2,048 tokens")
     screenshot(page, f"calculator-pasted-config-{width}")
+    context.close()
+
+
+# Cards whose link opens a case: the figure the card writes, as the page writes it ("0.50 GiB" and
+# "512 KiB", where the page once wrote "512.00 MiB" and "512.00 KiB" for the same bytes).
+CARD_CASES = [
+    ("throughput-against-batch-size", "4096", "1", "#calc-cache-size", "0.50 GiB"),
+    ("real-model-shapes-80gb", "4096", "1", "#calc-per-token", "512 KiB"),
+    ("long-context-on-eight-gpus", "131072", "1", "#calc-cache-size", "40.00 GiB"),
+]
+
+
+@pytest.mark.parametrize("width", list(WIDTHS))
+def test_each_card_link_opens_the_figure_the_card_writes(browser, live_server: str, width: str) -> None:  # type: ignore[no-untyped-def]
+    context, page = page_at(browser, live_server, width)
+    for card_id, tokens, batch, figure, text in CARD_CASES:
+        page.goto(f"/cards/{card_id}")
+        reveal = page.get_by_role("button", name="Reveal the strong answer")
+        if reveal.count():
+            reveal.click()
+        page.get_by_role("link", name="Open this case in the calculator").click()
+        expect(page.locator("#calc-results")).to_be_visible()
+        expect(page.get_by_label("Context (tokens)")).to_have_value(tokens)
+        expect(page.get_by_label("Batch")).to_have_value(batch)
+        expect(page.locator(figure)).to_have_text(text)
+        page.goto(f"/cards/{card_id}")
+        expect(page.locator("main")).to_contain_text(text)  # the card writes the same words
+    screenshot(page, f"calculator-card-cases-{width}")
     context.close()

@@ -10,7 +10,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import screenshot, watch_csp
+from tests.browser.conftest import WIDTHS, page_at, screenshot, watch_csp
 
 pytestmark = pytest.mark.browser
 
@@ -24,7 +24,9 @@ SCALES = """() => {
 }"""
 
 
-def test_the_batching_chart_has_two_axes_and_whole_batch_sizes(page) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("width", list(WIDTHS))
+def test_the_batching_chart_has_two_axes_and_whole_batch_sizes(browser, live_server: str, width: str) -> None:  # type: ignore[no-untyped-def]
+    context, page = page_at(browser, live_server, width)
     violations = watch_csp(page)
     page.goto("/lab")
     form = page.get_by_role("form", name="Start a lab run")
@@ -45,5 +47,6 @@ def test_the_batching_chart_has_two_axes_and_whole_batch_sizes(page) -> None:  #
     assert labels and all(re.fullmatch(r"\d+", str(t)) for t in labels), labels
     # The latency axis is scaled to the latency: its top is within a few times the slowest step.
     assert scales["y2"]["max"] < 1000, scales["y2"]
-    screenshot(page, "lab-batching-two-axes")
+    screenshot(page, f"lab-batching-two-axes-{width}")
     assert violations == [], violations
+    context.close()

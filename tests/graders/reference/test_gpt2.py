@@ -67,7 +67,7 @@ def test_greedy_tokens_identical_with_and_without_cache(model: GPT2) -> None:
 def test_one_position_past_the_table_raises_index_error(model: GPT2) -> None:
     tokens = _tokens(1, SMALL.n_positions + 1)
     _, cache = model(tokens[:, : SMALL.n_positions])
-    with pytest.raises(IndexError, match="position 41"):
+    with pytest.raises(IndexError, match="token 41 needs position index 40"):
         model(tokens[:, SMALL.n_positions :], cache)
 
 
