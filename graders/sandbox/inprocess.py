@@ -127,7 +127,14 @@ class InProcessLink:
             return self._keep(result), self._from_wire(result)
         return self._keep(result) if keep else self._from_wire(result)
 
-    def call_later(self, target: str | Handle, *args: Any, keep: Keep = False, **kwargs: Any) -> Pending:
+    def call_later(
+        self,
+        target: str | Handle,
+        *args: Any,
+        keep: Keep = False,
+        memory_error_is_data: bool = False,  # in-process, every exception is data
+        **kwargs: Any,
+    ) -> Pending:
         """Made at once here (the sandbox queues it); its answer or exception waits in the Pending."""
         pending = Pending()
         try:

@@ -142,10 +142,18 @@ class SubmissionLink(Protocol):
         any other exception (a paged cache must raise it when its blocks run out).
         """
 
-    def call_later(self, target: str | Handle, *args: Any, keep: Keep = False, **kwargs: Any) -> Pending:
+    def call_later(
+        self,
+        target: str | Handle,
+        *args: Any,
+        keep: Keep = False,
+        memory_error_is_data: bool = False,
+        **kwargs: Any,
+    ) -> Pending:
         """`call`, queued: it goes out with the next request (or the first `value()` of one), so a
-        check can queue every step of a test and pay one round trip for all of them. `keep` as for
-        `call` (its Handle comes with the answer: a later call cannot name it before then)."""
+        check can queue every step of a test and pay one round trip for all of them. `keep` and
+        `memory_error_is_data` as for `call` (a Handle comes with the answer: a later call cannot
+        name it before then)."""
 
     def call_measured(
         self, target: str | Handle, *args: Any, keep: bool = False, kept_heap: bool = False, **kwargs: Any

@@ -148,9 +148,18 @@ class SandboxLink:
             header["memory_error_is_data"] = True
         return self._request(header, encoder)
 
-    def call_later(self, target: str | Handle, *args: Any, keep: Keep = False, **kwargs: Any) -> Pending:
+    def call_later(
+        self,
+        target: str | Handle,
+        *args: Any,
+        keep: Keep = False,
+        memory_error_is_data: bool = False,
+        **kwargs: Any,
+    ) -> Pending:
         encoder = self._encoder()
         header = _call_header(encoder, target, args, kwargs, keep=keep if keep == "both" else bool(keep))
+        if memory_error_is_data:
+            header["memory_error_is_data"] = True
         pending = Pending(self._flush)
         self._defer(header, encoder, pending)
         return pending

@@ -224,6 +224,18 @@ def test_a_memory_error_can_be_an_answer_when_the_check_expects_one(session: Any
     assert session.call("ident", 3) == 3  # the session goes on
 
 
+def test_a_queued_memory_error_can_be_an_answer_too(session: Any) -> None:
+    """call_later(..., memory_error_is_data=True): paged-kv-cache queues its appends, one of which
+    may run out of blocks after an earlier call lost some (whose check then names the mistake)."""
+    before = session.call_later("ident", 2)
+    failing = session.call_later("no_room", memory_error_is_data=True)
+    assert before.value() == 2
+    with pytest.raises(SubmissionError) as info:
+        failing.value()
+    assert (info.value.type_name, info.value.message) == ("MemoryError", "no free blocks")
+    assert session.call("ident", 3) == 3  # the session goes on
+
+
 def test_otherwise_a_memory_error_ends_the_session_at_the_memory_limit() -> None:
     with shared_client().open(Limits()) as session:
         session.load(SUBMISSION)
