@@ -280,9 +280,10 @@ def _check_on_cache(
     y, returned = reply()
     if change is not None:
         what += f" (the grader had changed cached position {change.row})"
-        got = decode_tensor(y, "y")
-        unchanged = layer.reference(x, _hand(past, None))[0].float()
-        if close(got, unchanged) and not close(layer.reference(x, handed)[0].float(), unchanged):
+        got, right = decode_tensor(y, "y"), layer.reference(x, handed)[0].float()
+        # Only a wrong y can be the unchanged cache's: the probe's reference is computed then.
+        unchanged = None if close(got, right) else layer.reference(x, _hand(past, None))[0].float()
+        if unchanged is not None and close(got, unchanged) and not close(right, unchanged):
             report.diagnose(KEPT_STATE)
             raise Mismatch(
                 f"after the grader changed position {change.row} of the cache it passed in, "
@@ -331,8 +332,10 @@ def _chunks_test(
     """Feed x in chunks, passing back the returned cache; every output row must match the full pass."""
     ends = list(itertools.accumulate(chunks))
     x = layer.tokens(gen, ends[-1])
-    # The right cache after each chunk: what the grader passes in with the next one.
-    true_caches = [layer.reference(x[:, :end])[1] for end in ends]
+    # The right cache after each chunk, what the grader passes in with the next one: the first
+    # positions of the whole prompt's (a position's k and v depend on its own token only).
+    _, (k, v) = layer.reference(x)
+    true_caches = [(k[:, :, :end], v[:, :, :end]) for end in ends]
     changes = [None] + [_draw_change(gen, layer, end) for end in ends[:-1]]
 
     def body() -> None:
