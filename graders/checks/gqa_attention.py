@@ -54,7 +54,7 @@ from graders.checks.gqa_attention_mistakes import (  # noqa: F401 - names the te
 from graders.checks.report import CheckReport, Mismatch, close, run_test
 from graders.checks.serving_common import figure_test
 from graders.reference.gqa import GQA, KVCache
-from graders.sandbox.protocol import Handle, SubmissionError, SubmissionLink
+from graders.sandbox.protocol import Handle, Pending, SubmissionError, SubmissionLink
 
 SLUG = "gqa-attention"
 ENTRY_POINT = "GQA"
@@ -80,6 +80,9 @@ def unpack(result: Any) -> tuple[Any, tuple[torch.Tensor, torch.Tensor]]:
     return y, (decode_tensor(cache[0], "the returned k"), decode_tensor(cache[1], "the returned v"))
 
 
+_NOT_A_MODULE = "GQA has no load_state_dict: it should subclass torch.nn.Module"
+
+
 class _Layer:
     """One configuration: random weights, the reference module, and the submission's module."""
 
@@ -95,6 +98,8 @@ class _Layer:
         self.ref = GQA(d, n_q, n_kv).double()
         self.ref.load_state_dict(self.w64)
         self._built: Handle | Mismatch | None = None
+        self._loading: Pending | None = None  # load_state_dict, queued with the first test's calls
+        self._answers: dict[tuple[Any, ...], tuple[torch.Tensor, KVCache]] = {}
 
     @property
     def kind(self) -> str:
@@ -121,23 +126,39 @@ class _Layer:
     def _build(self, session: SubmissionLink) -> Handle:
         with submission_context(f"while building GQA({self.d}, {self.n_q}, {self.n_kv})"):
             module = session.call(ENTRY_POINT, self.d, self.n_q, self.n_kv, keep=True)
-        shapes = ", ".join(f"{key} {tuple(value.shape)}" for key, value in self.state.items())
-        not_a_module = Mismatch("GQA has no load_state_dict: it should subclass torch.nn.Module")
-        try:
-            session.call(module.load_state_dict, self.state, keep=True)
+        try:  # answered with the first forward's round trip, checked before its answer
+            self._loading = session.call_later(module.load_state_dict, self.state)
         except AttributeError:  # the in-process session looks the attribute up on our side
-            raise not_a_module from None
-        except SubmissionError as exc:
-            if exc.type_name == "AttributeError" and "load_state_dict" in exc.message:
-                raise not_a_module from None  # the sandbox looks it up in the submission's process
-            raise raised(exc, f"while loading a state dict with {shapes}, strict") from None
+            raise Mismatch(_NOT_A_MODULE) from None
         return module
 
+    def _loaded(self) -> None:
+        """Raise (and keep, for the later tests) the failure of the queued load_state_dict."""
+        loading, self._loading = self._loading, None
+        if loading is None:
+            return
+        try:
+            loading.value()
+        except SubmissionError as exc:
+            if exc.type_name == "AttributeError" and "load_state_dict" in exc.message:
+                self._built = Mismatch(_NOT_A_MODULE)  # the sandbox looks it up in the submission's process
+            else:
+                shapes = ", ".join(f"{key} {tuple(value.shape)}" for key, value in self.state.items())
+                self._built = raised(exc, f"while loading a state dict with {shapes}, strict")
+            raise Mismatch(str(self._built)) from None
+
     def reference(self, x: torch.Tensor, cache: KVCache | None = None) -> tuple[torch.Tensor, KVCache]:
-        """float64 truth for float32 inputs."""
-        cache64 = None if cache is None else (cache[0].double(), cache[1].double())
-        with torch.no_grad():
-            return self.ref(x.double(), cache64)
+        """float64 truth for float32 inputs, computed once per distinct (x, cache): a call on a
+        changed cache asks for the same answer up to four times (y, the KEPT_STATE probe, the
+        returned cache), and each chunk's check the one its test drew."""
+        key = tuple(
+            None if t is None else (t.dtype, t.shape, t.numpy().tobytes()) for t in (x, *(cache or ()))
+        )
+        if key not in self._answers:
+            cache64 = None if cache is None else (cache[0].double(), cache[1].double())
+            with torch.no_grad():
+                self._answers[key] = self.ref(x.double(), cache64)
+        return self._answers[key]
 
     def forward(
         self,
@@ -148,14 +169,34 @@ class _Layer:
         hint: str = "",
     ) -> tuple[Any, tuple[torch.Tensor, torch.Tensor]]:
         """module(x) or module(x, cache); the submission's exception gets a hint about the call."""
+        return self.forward_later(session, module, x, cache, hint)()
+
+    def forward_later(
+        self,
+        session: SubmissionLink,
+        module: Handle,
+        x: torch.Tensor,
+        cache: KVCache | None = None,
+        hint: str = "",
+    ) -> Callable[[], tuple[Any, tuple[torch.Tensor, torch.Tensor]]]:
+        """forward, queued (SubmissionLink.call_later): a test queues all its calls, which go out
+        in one round trip (every cache passed in is the grader's, so none waits for an answer);
+        the thunk returns what forward returned, or raises what it raised, with the hint."""
         if cache is None:
-            with submission_context(hint or f"calling forward(x) with x {tuple(x.shape)}"):
-                return unpack(session.call(module, x))
-        hint = (
-            hint or f"calling forward(x, cache) with x {tuple(x.shape)} and a cache k {tuple(cache[0].shape)}"
-        )
-        with submission_context(hint):
-            return unpack(session.call(module, x, cache))
+            hint = hint or f"calling forward(x) with x {tuple(x.shape)}"
+            pending = session.call_later(module, x)
+        else:
+            hint = hint or (
+                f"calling forward(x, cache) with x {tuple(x.shape)} and a cache k {tuple(cache[0].shape)}"
+            )
+            pending = session.call_later(module, x, cache)
+
+        def answer() -> tuple[Any, tuple[torch.Tensor, torch.Tensor]]:
+            self._loaded()
+            with submission_context(hint):
+                return unpack(pending.value())
+
+        return answer
 
     def expect_output(
         self, report: CheckReport, got: Any, x: torch.Tensor, cache: KVCache | None, what: str
@@ -210,34 +251,48 @@ def _hand(past: KVCache, change: _Change | None) -> KVCache:
     return k, v
 
 
-def _call_on_cache(
+Reply = Callable[[], tuple[Any, tuple[torch.Tensor, torch.Tensor]]]
+
+
+def _queue_on_cache(
     session: SubmissionLink,
-    report: CheckReport,
     layer: _Layer,
     module: Handle,
     x: torch.Tensor,
     past: KVCache,
     change: _Change | None,
-    what: str,
-    hint: str = "",
-) -> tuple[KVCache, tuple[torch.Tensor, torch.Tensor]]:
-    """forward(x, cache) with the grader's cache (the true `past`, maybe changed); checks y.
-
-    Returns the cache handed in and the one the module returned."""
+) -> tuple[KVCache, Reply]:
+    """forward(x, cache) queued with the grader's cache (the true `past`, maybe changed): the
+    cache handed in, and the call's answer."""
     handed = _hand(past, change)
-    y, returned = layer.forward(session, module, x, handed, hint)
+    return handed, layer.forward_later(session, module, x, handed)
+
+
+def _check_on_cache(
+    report: CheckReport,
+    layer: _Layer,
+    x: torch.Tensor,
+    past: KVCache,
+    change: _Change | None,
+    handed: KVCache,
+    reply: Reply,
+    what: str,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Checks y of a call queued by _queue_on_cache; returns the cache the module returned."""
+    y, returned = reply()
     if change is not None:
         what += f" (the grader had changed cached position {change.row})"
-        got = decode_tensor(y, "y")
-        unchanged = layer.reference(x, _hand(past, None))[0].float()
-        if close(got, unchanged) and not close(layer.reference(x, handed)[0].float(), unchanged):
+        got, right = decode_tensor(y, "y"), layer.reference(x, handed)[0].float()
+        # Only a wrong y can be the unchanged cache's: the probe's reference is computed then.
+        unchanged = None if close(got, right) else layer.reference(x, _hand(past, None))[0].float()
+        if unchanged is not None and close(got, unchanged) and not close(right, unchanged):
             report.diagnose(KEPT_STATE)
             raise Mismatch(
                 f"after the grader changed position {change.row} of the cache it passed in, "
                 f"y was unchanged. Likely cause: {KEPT_STATE}"
             )
     layer.expect_output(report, y, x, handed, what)
-    return handed, returned
+    return returned
 
 
 def _prefill_test(
@@ -262,10 +317,12 @@ def _cache_test(
 
     def body() -> None:
         module = layer.build(session)
-        _, cache = layer.forward(session, module, x[:, :PREFILL_T])
-        layer.expect_cache(report, cache, want_prefill, PREFILL_T, f"after a {PREFILL_T}-token prefill")
         step = x[:, PREFILL_T:]
-        handed, cache = _call_on_cache(session, report, layer, module, step, want_prefill, change, "y")
+        prefill = layer.forward_later(session, module, x[:, :PREFILL_T])
+        handed, reply = _queue_on_cache(session, layer, module, step, want_prefill, change)
+        _, cache = prefill()
+        layer.expect_cache(report, cache, want_prefill, PREFILL_T, f"after a {PREFILL_T}-token prefill")
+        cache = _check_on_cache(report, layer, step, want_prefill, change, handed, reply, "y")
         layer.expect_cache(report, cache, layer.reference(step, handed)[1], 1, "after one more token")
 
     return body
@@ -277,24 +334,34 @@ def _chunks_test(
     """Feed x in chunks, passing back the returned cache; every output row must match the full pass."""
     ends = list(itertools.accumulate(chunks))
     x = layer.tokens(gen, ends[-1])
-    # The right cache after each chunk: what the grader passes in with the next one.
-    true_caches = [layer.reference(x[:, :end])[1] for end in ends]
+    # The right cache after each chunk, what the grader passes in with the next one: the first
+    # positions of the whole prompt's (a position's k and v depend on its own token only).
+    _, (k, v) = layer.reference(x)
+    true_caches = [(k[:, :, :end], v[:, :, :end]) for end in ends]
     changes = [None] + [_draw_change(gen, layer, end) for end in ends[:-1]]
 
     def body() -> None:
         module = layer.build(session)
+        starts = [end - size for size, end in zip(chunks, ends, strict=True)]
+        first = layer.forward_later(session, module, x[:, : ends[0]])
+        queued = [  # every chunk's call goes out with the first answer asked for
+            _queue_on_cache(session, layer, module, x[:, start:end], true_caches[i], changes[i + 1])
+            for i, (start, end) in enumerate(zip(starts[1:], ends[1:], strict=True))
+        ]
         for i, (size, end) in enumerate(zip(chunks, ends, strict=True)):
-            start = end - size
+            start = starts[i]
             chunk = x[:, start:end]
             what = f"y for positions {start}..{end - 1}"
             if i == 0:
-                y, cache = layer.forward(session, module, chunk)
+                y, cache = first()
                 layer.expect_output(report, y, chunk, None, what)
                 want = true_caches[0]
             else:
                 what += f" on top of a {start}-position cache"
-                past = true_caches[i - 1]
-                handed, cache = _call_on_cache(session, report, layer, module, chunk, past, changes[i], what)
+                handed, reply = queued[i - 1]
+                cache = _check_on_cache(
+                    report, layer, chunk, true_caches[i - 1], changes[i], handed, reply, what
+                )
                 want = true_caches[i] if changes[i] is None else layer.reference(chunk, handed)[1]
             layer.expect_cache(report, cache, want, size, f"after {end} positions")
 
@@ -332,8 +399,10 @@ def _corrupted_cache_test(
 
     def body() -> None:
         module = layer.build(session)
-        layer.forward(session, module, x[:, :P])
-        _call_on_cache(session, report, layer, module, x[:, P:], past, change, "y on the changed cache")
+        prefill = layer.forward_later(session, module, x[:, :P])
+        handed, reply = _queue_on_cache(session, layer, module, x[:, P:], past, change)
+        prefill()
+        _check_on_cache(report, layer, x[:, P:], past, change, handed, reply, "y on the changed cache")
 
     return body
 
@@ -346,8 +415,8 @@ def _causality_test(session: SubmissionLink, layer: _Layer, gen: torch.Generator
 
     def body() -> None:
         module = layer.build(session)
-        before = decode_tensor(layer.forward(session, module, x)[0], "y")
-        after = decode_tensor(layer.forward(session, module, changed)[0], "y")
+        first, second = layer.forward_later(session, module, x), layer.forward_later(session, module, changed)
+        before, after = decode_tensor(first()[0], "y"), decode_tensor(second()[0], "y")
         if before.shape != (layer.B, T, layer.d) or after.shape != before.shape:
             raise Mismatch(f"y has shape {tuple(before.shape)}, expected {(layer.B, T, layer.d)}")
         for pos in range(j):

@@ -28,6 +28,7 @@ the returned positions show there as tens of MiB, views as nothing.
 from __future__ import annotations
 
 import random
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -60,7 +61,7 @@ from graders.checks.kv_cache_buffer_mistakes import (  # noqa: F401 - names the 
 from graders.checks.report import CheckReport, Mismatch, close, explain_difference, run_test
 from graders.reference.kv_cache import KVCache
 from graders.sandbox import outside
-from graders.sandbox.protocol import Handle, Keep, SubmissionError, SubmissionLink
+from graders.sandbox.protocol import Handle, Keep, Pending, SubmissionError, SubmissionLink
 from graders.wording import exception_text
 
 SLUG = "kv-cache-buffer"
@@ -143,14 +144,28 @@ def _pair(value: Any, what: str) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _method(session: SubmissionLink, cache: Handle, name: str, *args: Any, keep: Keep = False) -> Any:
+    return _method_later(session, cache, name, *args, keep=keep).value()
+
+
+def _method_later(
+    session: SubmissionLink, cache: Handle, name: str, *args: Any, keep: Keep = False
+) -> Pending:
+    """A method call queued (SubmissionLink.call_later): a script's calls never wait for an
+    answer (the grader checks each against its own reference), so all of them go out in one
+    round trip; `.value()` gives each answer, or raises what the call raised, in order."""
     try:
-        return session.call(getattr(cache, name), *args, keep=keep)
+        return session.call_later(getattr(cache, name), *args, keep=keep)
     except AttributeError:
         raise Mismatch(f"KVCache has no method {name}: see the prompt for its signature") from None
 
 
+_DEFINED: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()  # session -> has KVCache
+
+
 def _new_cache(session: SubmissionLink, dims: Dims) -> Handle:
-    if not session.has(ENTRY_POINT):
+    if session not in _DEFINED:  # asked once per session: each test builds a cache
+        _DEFINED[session] = session.has(ENTRY_POINT)
+    if not _DEFINED[session]:
         raise Mismatch("define class KVCache at the top level of your file")
     cache = session.call(ENTRY_POINT, *dims.args(), **dims.kwargs(), keep=True)
     if not isinstance(cache, Handle):  # pragma: no cover - keep=True always hands back a Handle
@@ -170,6 +185,12 @@ def _replay(
     ref = KVCache(*dims.args(), **dims.kwargs())
     suspects = [(name, cls(*dims.args(), **dims.kwargs())) for name, cls in variants]
     held: list[tuple[Handle, Update, int]] = []  # each returned pair, still in the submission's process
+    answers = [
+        _method_later(session, cache, "reorder", op.beam_idx)
+        if isinstance(op, Reorder)
+        else _method_later(session, cache, "update", op.layer, op.k, op.v, op.start, keep="both")
+        for op in script
+    ]
     for step, op in enumerate(script):
         if isinstance(op, Reorder):
             held = []  # reorder may rebind the buffers: earlier views need not see what follows
@@ -182,7 +203,7 @@ def _replay(
                     continue
                 survivors.append((name, s))
             suspects = survivors
-            _method(session, cache, "reorder", op.beam_idx)
+            answers[step].value()
             continue
         want_k, want_v = ref.update(op.layer, op.k, op.v, op.start)
         theirs: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # by position: names repeat
@@ -192,7 +213,7 @@ def _replay(
             except (ValueError, IndexError, RuntimeError):
                 pass
         try:
-            result = _method(session, cache, "update", op.layer, op.k, op.v, op.start, keep="both")
+            result = answers[step].value()
         except SubmissionError as exc:
             if not any(isinstance(earlier, Reorder) for earlier in script[:step]):
                 raise
@@ -268,17 +289,17 @@ def _test_views(report: CheckReport, session: SubmissionLink, rng: _Rng, dims: D
         rng.update(dims, layer, prompt, 1),
         rng.update(dims, layer, 0, 2),
     )
-    held = {
-        "first": _method(session, cache, "update", first.layer, first.k, first.v, first.start, keep="both")[
-            0
-        ],
-        "second": _method(
-            session, cache, "update", second.layer, second.k, second.v, second.start, keep="both"
-        )[0],
-    }
+    answers = [
+        _method_later(session, cache, "update", op.layer, op.k, op.v, op.start, keep="both")
+        for op in (first, second)
+    ]
+    held = {"first": answers[0].value()[0], "second": answers[1].value()[0]}
     box = session.new_dict(held)  # the returned pairs, still in the submission's process
-    _method(session, cache, "update", overwrite.layer, overwrite.k, overwrite.v, overwrite.start, keep="both")
+    rewrite = _method_later(
+        session, cache, "update", overwrite.layer, overwrite.k, overwrite.v, overwrite.start, keep="both"
+    )
     now = session.get(box)
+    rewrite.value()
     ref = KVCache(*dims.args(), **dims.kwargs())
     ref.update(first.layer, first.k, first.v, first.start)
     ref.update(second.layer, second.k, second.v, second.start)
@@ -320,10 +341,11 @@ def _test_views_cost_nothing(report: CheckReport, session: SubmissionLink, rng: 
     per_position = 2 * dims.batch * dims.n_heads * dims.head_dim * 4
     buffer_bytes = dims.max_len * per_position
     copies_bytes = sum(t + 1 for t in range(start, start + steps)) * per_position
-    with watch:
-        for t in range(start, start + steps):
-            op = rng.update(dims, 0, t, 1)
-            _method(session, cache, "update", 0, op.k, op.v, t, keep=True)  # the pair stays there
+    ops = [rng.update(dims, 0, t, 1) for t in range(start, start + steps)]
+    with watch:  # the steps go out in one request, answered before the watch ends
+        answers = [_method_later(session, cache, "update", 0, op.k, op.v, op.start, keep=True) for op in ops]
+        for answer in answers:  # the pair stays there
+            answer.value()
     budget = outside.SLACK_BYTES + 2 * buffer_bytes
     if watch.above_floor <= budget:
         return
@@ -343,12 +365,16 @@ def _expect_value_error(
 ) -> None:
     """`op` must raise ValueError on a cache whose layer 0 already holds `filled` positions."""
     cache = _new_cache(session, dims)
+    fill = None
     if filled:
         k = torch.zeros(dims.batch, dims.n_heads, filled, dims.head_dim)
-        _method(session, cache, "update", 0, k, k, 0, keep="both")
+        fill = _method_later(session, cache, "update", 0, k, k, 0, keep="both")
     shapes = f"k {tuple(op.k.shape)} and v {tuple(op.v.shape)}"
+    probe = _method_later(session, cache, "update", op.layer, op.k, op.v, op.start, keep="both")
+    if fill is not None:
+        fill.value()  # its exception is the test's (the probe was then never made)
     try:
-        _method(session, cache, "update", op.layer, op.k, op.v, op.start, keep="both")
+        probe.value()
     except SubmissionError as exc:
         if exc.type_name == "ValueError":
             return

@@ -73,6 +73,7 @@ def _test_storage(report: CheckReport, session: SubmissionLink, rng: Rng, dims: 
                 f"{name} is {shape}, expected (n_blocks, n_heads, block_size, head_dim) = {want} for {dims}"
             )
     d.expect_free()
+    d.settle()
 
 
 def _test_block_counts(report: CheckReport, session: SubmissionLink, rng: Rng, dims: Dims) -> None:
@@ -96,7 +97,7 @@ def _test_memory_error(report: CheckReport, session: SubmissionLink, rng: Rng, d
     free = d.ref.num_free_blocks()
     too_many = (bs - 1) + free * bs + 1  # one token more than the free slots
     k, v = d.kv(too_many)
-    before = d.table(3)
+    before = d.table(3)  # answered now: the checks queued so far are settled
     try:
         d.method("append", 3, k, v, memory_error_is_data=True)
     except SubmissionError as exc:
@@ -135,6 +136,7 @@ def _test_fork(report: CheckReport, session: SubmissionLink, rng: Rng, dims: Dim
     d.append(child, 1, {NO_COPY_ON_WRITE: +1, COPIES_TOO_MUCH: "fewer"})  # the child copies the shared block
     d.append(src, 1, {COPIES_TOO_MUCH: "fewer"})  # the parent's block is its own again: written in place
     d.check_sequence(src)
+    d.settle()  # a queued check's failure is its own, not relabelled below
     try:
         d.check_sequence(child)
     except Mismatch as exc:
@@ -144,6 +146,7 @@ def _test_fork(report: CheckReport, session: SubmissionLink, rng: Rng, dims: Dim
     d.fork(src, other)
     d.append(src, 1, {COPY_ONE_WAY: +1})
     d.append(other, 2)
+    d.settle()
     for seq in (src, other):
         try:
             d.check_sequence(seq)
@@ -173,6 +176,7 @@ def _test_free(report: CheckReport, session: SubmissionLink, rng: Rng, dims: Dim
 def _test_unknown_ids(report: CheckReport, session: SubmissionLink, rng: Rng, dims: Dims) -> None:
     d = Driver(report, session, rng, dims)
     d.append(5, 2)
+    d.settle()  # the append's own failure is not an unknown id's
     for name, args in (("block_table", (99,)), ("gather", (99,)), ("free", (99,)), ("fork", (99, 100))):
         try:
             d.method(name, *args)
@@ -207,9 +211,11 @@ def _script_step(d: Driver, ids: list[int], freed: set[Hashable]) -> None:
 
 
 def _script_append(d: Driver, seq: Hashable, n: int, freed: set[Hashable]) -> None:
+    d.settle()  # what failed before this append is not the reused id's
     try:
         if d.append_or_refuse(seq, n):
             d.check_sequence(seq)
+        d.settle()
     except (Mismatch, SubmissionError) as exc:
         if seq not in freed:
             raise
@@ -255,6 +261,7 @@ def _test_attention(report: CheckReport, session: SubmissionLink, rng: Rng, dims
     d.append(4, bs + 2)  # reused blocks: the slots past its end hold what sequence 1 left there
     d.fork(2, 5)
     d.append(5, 1)  # the shared block is full: a new block, no copy
+    d.settle()
     order = [4, 5, 3, 2]
     B, H, hd = len(order), dims.n_heads, dims.head_dim
     q = rng.randn(B, H, 1, hd) * 2

@@ -174,35 +174,11 @@ def child_main(plan: Plan, spec: ChildSpec, probe: bool) -> None:
             sanity = f"{type(exc).__name__}: {exc}"
         wire.send_frame(sock, {"failures": failures, "sanity": sanity})
         os._exit(0)
+    from graders.sandbox.allocator import return_freed_memory
     from graders.sandbox.runtime import Runtime
 
     return_freed_memory()
     Runtime(sock, int(spec.limits["output_bytes"])).serve()
-
-
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
-FIXED_THRESHOLD = 64 * 1024
-
-
-def return_freed_memory() -> None:
-    """Make glibc hand every freed block over 64 KiB back to the kernel at once.
-
-    By default glibc raises its mmap threshold to the largest block freed so far (up to 32 MiB)
-    and keeps freed heap memory for reuse, so a process's resident memory drifts up by several
-    MiB per call. The checks measure the child's peak resident memory from outside
-    (graders/sandbox/outside.py) against a budget: with fixed thresholds an honest submission's
-    peak stays near what it holds now (mallopt fixes both and turns the adjustment off). A
-    submission that changes them back only keeps more memory resident, which counts against it.
-    """
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None)
-        libc.mallopt(M_MMAP_THRESHOLD, FIXED_THRESHOLD)
-        libc.mallopt(M_TRIM_THRESHOLD, FIXED_THRESHOLD)
-        libc.malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: the budgets' slack covers a drifting allocator
-        pass
 
 
 def warm_up_torch(torch: Any, np: Any) -> None:

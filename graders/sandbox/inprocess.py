@@ -127,11 +127,18 @@ class InProcessLink:
             return self._keep(result), self._from_wire(result)
         return self._keep(result) if keep else self._from_wire(result)
 
-    def call_later(self, target: str | Handle, *args: Any, **kwargs: Any) -> Pending:
+    def call_later(
+        self,
+        target: str | Handle,
+        *args: Any,
+        keep: Keep = False,
+        memory_error_is_data: bool = False,  # in-process, every exception is data
+        **kwargs: Any,
+    ) -> Pending:
         """Made at once here (the sandbox queues it); its answer or exception waits in the Pending."""
         pending = Pending()
         try:
-            pending.resolve(self.call(target, *args, **kwargs))
+            pending.resolve(self.call(target, *args, keep=keep, **kwargs))
         except SubmissionError as exc:
             pending.reject(exc)
         return pending
@@ -145,8 +152,8 @@ class InProcessLink:
         return None
 
     def call_measured(
-        self, target: str | Handle, *args: Any, keep: bool = False, **kwargs: Any
-    ) -> tuple[Any, int]:
+        self, target: str | Handle, *args: Any, keep: bool = False, kept_heap: bool = False, **kwargs: Any
+    ) -> tuple[Any, int]:  # kept_heap: the grader's own allocator is left as it is here
         from graders.sandbox.footprint import measured_call
 
         fn = self.module.__dict__[target] if isinstance(target, str) else _to_wire(target, self._objects)

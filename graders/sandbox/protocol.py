@@ -142,15 +142,26 @@ class SubmissionLink(Protocol):
         any other exception (a paged cache must raise it when its blocks run out).
         """
 
-    def call_later(self, target: str | Handle, *args: Any, **kwargs: Any) -> Pending:
+    def call_later(
+        self,
+        target: str | Handle,
+        *args: Any,
+        keep: Keep = False,
+        memory_error_is_data: bool = False,
+        **kwargs: Any,
+    ) -> Pending:
         """`call`, queued: it goes out with the next request (or the first `value()` of one), so a
-        check can queue every step of a test and pay one round trip for all of them."""
+        check can queue every step of a test and pay one round trip for all of them. `keep` and
+        `memory_error_is_data` as for `call` (a Handle comes with the answer: a later call cannot
+        name it before then)."""
 
     def call_measured(
-        self, target: str | Handle, *args: Any, keep: bool = False, **kwargs: Any
+        self, target: str | Handle, *args: Any, keep: bool = False, kept_heap: bool = False, **kwargs: Any
     ) -> tuple[Any, int]:
         """`call`, measured: (result, the most floating-point elements any one tensor or NumPy array
-        the call allocated held). See graders/sandbox/footprint.py for what it counts."""
+        the call allocated held). See graders/sandbox/footprint.py for what it counts.
+        `kept_heap`: the submission's allocator keeps freed blocks for reuse during the call
+        (graders/sandbox/allocator.py), so a loop of large temporaries costs no page faults."""
 
     def peak_watch(self) -> PeakWatch | None:
         """A `with` block measuring the kernel's peak of the submission process's resident memory,

@@ -7,6 +7,7 @@ Requests come from the grader over the child's socket (graders/sandbox/wire.py f
     {"op": "new_dict", "initial"[, "id"]}   {"op": "get", "handle"}     id: one the grader names (< 0)
     {"op": "setitem", "handle", "key", "value"}
     {"op": "call", ..., "measure": true}    the reply is [result, largest float tensor] (footprint.py)
+    {"op": "call", ..., "heap": "kept"}     freed memory stays in the heap during the call (allocator.py)
     {"op": "storages", "handle"}            the tensor storages an object holds (footprint.py)
     {"op": "call", ..., "storages_of": h}   the reply is [result, storages of h after the call]
     {"op": "batch", "requests": [...]}      several requests, one payload, one round trip: they
@@ -45,6 +46,7 @@ import types
 from typing import Any, NoReturn
 
 from graders.sandbox import wire
+from graders.sandbox.allocator import kept_heap
 from graders.sandbox.footprint import measured_call, storages
 from graders.sandbox.protocol import Handle
 from graders.sandbox.remote import RemoteProxy, raised_in_submission
@@ -256,6 +258,12 @@ class Runtime:
         )
 
     def call(self, req: dict[str, Any], payload: bytearray) -> tuple[dict[str, Any], list[memoryview]]:
+        if req.get("heap") == "kept":
+            with kept_heap():
+                return self._call(req, payload)
+        return self._call(req, payload)
+
+    def _call(self, req: dict[str, Any], payload: bytearray) -> tuple[dict[str, Any], list[memoryview]]:
         target = req.get("target")
         if type(target) is str:
             if target not in self.module.__dict__:
@@ -313,7 +321,10 @@ class Runtime:
             if "ok" not in reply or self.blocked is not None:
                 return {**reply, "done": {"$": "list", "items": answers}}, parts
             answers.append(wire.shift_offsets(reply["ok"], size))  # its buffers follow the earlier ones
-            parts += sub_parts
+            # An answer's buffers are the tensors' own memory: copied now, so that a view the call
+            # returned says what it held when the call returned, as a lone call's answer would,
+            # not what a later call of the batch wrote there (kv-cache-buffer's updates).
+            parts += [memoryview(bytes(part)) for part in sub_parts]
             size += sum(len(part) for part in sub_parts)
         return {"ok": {"$": "list", "items": answers}}, parts
 

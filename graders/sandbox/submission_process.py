@@ -148,18 +148,29 @@ class SandboxLink:
             header["memory_error_is_data"] = True
         return self._request(header, encoder)
 
-    def call_later(self, target: str | Handle, *args: Any, **kwargs: Any) -> Pending:
+    def call_later(
+        self,
+        target: str | Handle,
+        *args: Any,
+        keep: Keep = False,
+        memory_error_is_data: bool = False,
+        **kwargs: Any,
+    ) -> Pending:
         encoder = self._encoder()
-        header = _call_header(encoder, target, args, kwargs, keep=False)
+        header = _call_header(encoder, target, args, kwargs, keep=keep if keep == "both" else bool(keep))
+        if memory_error_is_data:
+            header["memory_error_is_data"] = True
         pending = Pending(self._flush)
         self._defer(header, encoder, pending)
         return pending
 
     def call_measured(
-        self, target: str | Handle, *args: Any, keep: bool = False, **kwargs: Any
+        self, target: str | Handle, *args: Any, keep: bool = False, kept_heap: bool = False, **kwargs: Any
     ) -> tuple[Any, int]:
         encoder = self._encoder()
         header = {**_call_header(encoder, target, args, kwargs, keep=bool(keep)), "measure": True}
+        if kept_heap:
+            header["heap"] = "kept"
         return measured_reply(self._request(header, encoder))
 
     def call_counted(self, target: str | Handle, *args: Any, **kwargs: Any) -> tuple[Any, int, int]:

@@ -36,6 +36,13 @@ def map_code(mib):
     return sum(m[i] for i in range(0, min(len(m), mib << 20), 4096))
 
 
+def groups(n, mib):
+    total = 0.0
+    for _ in range(n):  # one group's temporaries at a time, as int4's w4a16_matmul makes them
+        total += float(torch.ones(mib << 18)[-1])
+    return total
+
+
 def spin(n):
     x = 0
     for i in range(n):
@@ -57,6 +64,25 @@ def test_the_peak_of_one_call_is_seen_after_its_memory_is_freed() -> None:
         data_now = outside.resident(session.pid)[0] - outside.resident_file(session.pid)
         data_unloaded = (session.unloaded_rss or 0) - (session.unloaded_file or 0)
         assert data_now - data_unloaded < 8 << 20  # freed again (code pages faulted in meanwhile aside)
+
+
+def test_a_kept_heap_still_counts_what_a_call_holds_at_once_and_is_handed_back_after() -> None:
+    """call_measured(kept_heap=True) (graders/sandbox/allocator.py): blocks freed during the call
+    are reused instead of mapped again, so a loop of 1 MiB temporaries peaks near 1 MiB, a 24 MiB
+    tensor still counts whole, and the heap is trimmed when the call returns."""
+    with shared_client().open() as session:
+        session.load(CODE)
+        loop, big = session.peak_watch(), session.peak_watch()
+        assert loop is not None and big is not None
+        with loop:
+            session.call_measured("groups", 64, 1, kept_heap=True)
+        with big:
+            session.call_measured("allocate", 24, kept_heap=True)
+        assert loop.above_start < 8 << 20  # 64 MiB allocated in all, 1 MiB at a time
+        assert big.above_start > 22 << 20  # under the kept mmap threshold: from the heap
+        data_now = outside.resident(session.pid)[0] - outside.resident_file(session.pid)
+        data_unloaded = (session.unloaded_rss or 0) - (session.unloaded_file or 0)
+        assert data_now - data_unloaded < 8 << 20  # the 24 MiB went back to the kernel
 
 
 def test_memory_kept_between_calls_counts_against_a_later_call() -> None:

@@ -53,6 +53,14 @@ def chatty():
 
 def no_room():
     raise MemoryError("no free blocks")
+
+class Buffer:
+    def __init__(self):
+        self.data = torch.zeros(4)
+
+    def write(self, i, x):
+        self.data[i] = x
+        return self.data[: i + 1]  # a view: later writes show in it
 """
 
 VALUES: list[Any] = [
@@ -216,6 +224,18 @@ def test_a_memory_error_can_be_an_answer_when_the_check_expects_one(session: Any
     assert session.call("ident", 3) == 3  # the session goes on
 
 
+def test_a_queued_memory_error_can_be_an_answer_too(session: Any) -> None:
+    """call_later(..., memory_error_is_data=True): paged-kv-cache queues its appends, one of which
+    may run out of blocks after an earlier call lost some (whose check then names the mistake)."""
+    before = session.call_later("ident", 2)
+    failing = session.call_later("no_room", memory_error_is_data=True)
+    assert before.value() == 2
+    with pytest.raises(SubmissionError) as info:
+        failing.value()
+    assert (info.value.type_name, info.value.message) == ("MemoryError", "no free blocks")
+    assert session.call("ident", 3) == 3  # the session goes on
+
+
 def test_otherwise_a_memory_error_ends_the_session_at_the_memory_limit() -> None:
     with shared_client().open(Limits()) as session:
         session.load(SUBMISSION)
@@ -233,6 +253,18 @@ def test_queued_calls_answer_like_calls(session: Any) -> None:
     last = session.call_later("read", cache, "v")
     assert all(same(reply.value(), value) for reply, value in zip(replies, values, strict=True))
     assert torch.equal(last.value(), torch.full((2,), 5.0))
+
+
+def test_a_queued_call_answers_with_what_it_returned_before_later_calls_of_its_batch(session: Any) -> None:
+    """A view one queued call returns is read as it was then, as a lone call's answer would be,
+    not after a later call of the same round trip wrote into it (kv-cache-buffer's updates)."""
+    buffer = session.call("Buffer", keep=True)
+    first = session.call_later(buffer.write, 1, 1.0, keep="both")
+    second = session.call_later(buffer.write, 1, 2.0)
+    handle, value = first.value()
+    assert isinstance(handle, Handle) and value.tolist() == [0.0, 1.0]
+    assert second.value().tolist() == [0.0, 2.0]
+    assert session.get(session.new_dict({"view": handle}))["view"].tolist() == [0.0, 2.0]  # still a view
 
 
 def test_a_queued_call_that_raises_raises_from_its_value(session: Any) -> None:
