@@ -97,3 +97,34 @@ def test_a_bad_custom_input_is_refused_before_anything_runs() -> None:
     with pytest.raises(InvalidRunInput) as refused:
         run_examples(SLUG, "while True: pass\n", {"n_heads": 3, "d": 16})
     assert refused.value.field == "d"
+
+
+# The four serving challenges drive objects (a model, a scheduler, a tree) rather than tensors in and out;
+# their Run must cross the sandbox the same way: (slug, a golden wrong case, what its failed example says).
+SERVING = [
+    (
+        "beam-search",
+        "no_reorder",
+        "hypotheses [prompt | generated] final score: the first difference is at row",
+    ),
+    ("continuous-batching", "preempted_to_back", "step-by-step trace: the first difference is at row"),
+    ("radix-prefix-cache", "most_recent", "call-by-call trace: the first difference is at row"),
+    ("logits-processors", "rep_divides_all", "-inf shown as 0 (B, V) differs by up to"),
+]
+
+
+@pytest.mark.parametrize(("slug", "wrong", "phrase"), SERVING)
+def test_a_serving_challenge_runs_through_the_sandbox(slug: str, wrong: str, phrase: str) -> None:
+    solution = (ROOT / "questions" / "challenges" / slug / "solution.py").read_text()
+    passed = run_examples(slug, solution, {}).to_json()
+    assert passed["verdict"] == "passed", passed
+    assert passed["examples"] and all(c["passed"] for c in passed["examples"])
+    assert passed["custom"] is not None and passed["custom"]["passed"]
+
+    mistake = (ROOT / "tests" / "graders" / "cases" / slug / f"{wrong}.py").read_text()
+    failed = run_examples(slug, mistake, None).to_json()
+    assert failed["verdict"] == "failed", failed
+    assert any(phrase in c["message"] for c in failed["examples"] if not c["passed"]), failed["examples"]
+    if slug == "continuous-batching":  # the scheduler's Run answers its trace, the first difference marked
+        rows = [o["trace"] for c in failed["examples"] for o in c["outputs"] if o["trace"]]
+        assert rows and [r["first"] for r in rows[0]].count(True) == 1
