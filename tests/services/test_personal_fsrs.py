@@ -52,7 +52,7 @@ def test_the_threshold_is_where_fsrs_starts_to_learn(db: Session) -> None:
     assert Optimizer(logs).compute_optimal_parameters() == list(DEFAULT_PARAMETERS)
     with pytest.raises(ServiceError, match="2 more to go") as refused:
         personal_fsrs.request_fit(session=db, user=user, now=NOW)
-    assert refused.value.status == 422
+    assert refused.value.status == 409  # NotReady is a Conflict: the stored reviews decide it
     assert db.exec(select(FsrsFit)).all() == []
 
 
