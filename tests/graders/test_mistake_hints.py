@@ -2,7 +2,7 @@
 and each golden mistake case's failed verdict carries the hint of its own mistake first (that test
 lives in tests/graders/test_sweep.py, which grades every golden case on seed 0 anyway).
 
-The golden cases run in-process (graders.sandbox.inprocess), as tests/graders/test_golden_cases.py
+The golden cases run in-process (graders.sandbox.inprocess), as tests/graders/test_sweep.py
 does: this checks which mistake the battery names and which hint follows, not the sandbox.
 """
 

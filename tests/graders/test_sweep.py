@@ -1,8 +1,9 @@
 """The seed sweep (graders/sweep.py, `kvprep sweep`): CI's fixed handful of its seeds, and the
 command itself. The full 200 seeds run with `kvprep sweep` before a battery change is done.
 
-And each golden mistake's own hint, from the same seed-0 reports: grading every golden case is
-most of this file's time, so it is done once (a file's tests share one pytest-xdist process)."""
+And, from the same seed-0 reports, each golden case's verdict and diagnosis phrases and each golden
+mistake's own hint: grading every golden case is most of this file's time, so it is done once per
+case and seed (a file's tests share one pytest-xdist process)."""
 
 from __future__ import annotations
 
@@ -50,6 +51,26 @@ def test_every_golden_case_on_the_ci_seeds(case: SweepCase) -> None:
         assert outcome.crashed is None, outcome.crashed
         assert not outcome.passed_on and not outcome.failed_on, format_outcome(outcome)
         assert not outcome.unnamed_on, format_outcome(outcome)
+
+
+@pytest.mark.parametrize("case", golden_cases(), ids=lambda c: c.id)
+def test_golden_case_in_process(case: Case) -> None:
+    """The battery's verdict on each golden case, in-process (the checks' logic; the sandbox's own
+    suite, tests/graders/sandbox/test_golden_sandbox.py, grades them again behind its walls)."""
+    expect, phrases = case.expected()
+    if expect not in {"passed", "failed", "error"}:
+        pytest.skip("limits are only enforced by the sandbox")
+    if case.outside_only:
+        pytest.skip("measured from outside the submission's process: the sandbox harness judges it")
+    report = graded(case.slug, case.path, 0)
+    if report is None:  # it did not load, or it lacks the entry point
+        assert expect == "error"
+        return
+    verdict = "passed" if report.tests and all(t.passed for t in report.tests) else "failed"
+    assert verdict == expect, [t for t in report.tests if not t.passed]
+    feedback = " ".join(report.diagnosis + [t.message for t in report.tests])
+    for phrase in phrases:
+        assert phrase in feedback, f"expected {phrase!r} in the feedback: {feedback}"
 
 
 def test_a_mistake_that_passes_is_reported_with_its_seeds() -> None:
