@@ -25,6 +25,13 @@ import tempfile
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
+# Password hashing at its real cost (argon2id, 3 passes over 64 MiB) takes 0.2 s of a core per
+# hash, and a sign-up, a log-in or a password change each hash: 0.4 s of most account tests, and
+# more of the suite's CPU than any battery. The suite (and every server it starts, which inherits
+# this environment) hashes at 1 pass over 1 MiB; tests/services/test_accounts.py checks that an
+# app left to its defaults hashes at the real cost.
+os.environ.setdefault("KVPREP_ARGON2_TIME_COST", "1")
+os.environ.setdefault("KVPREP_ARGON2_MEMORY_KIB", "1024")
 
 _PROCESS_DIR = tempfile.mkdtemp(prefix=f"kvprep-test-{os.getpid()}-")
 atexit.register(shutil.rmtree, _PROCESS_DIR, ignore_errors=True)

@@ -58,10 +58,9 @@ def indexed_count(*, session: Session) -> int:
     return int(session.execute(text("SELECT count(*) FROM card_search")).scalar_one())
 
 
-def rebuild_index(*, session: Session, cards: Sequence[CardFile]) -> None:
-    """The index holds exactly these cards (in the caller's transaction)."""
+def rebuild_index(*, session: Session, rows: Sequence[dict[str, str]]) -> None:
+    """The index holds exactly these rows, index_rows(cards) (in the caller's transaction)."""
     session.execute(text("DELETE FROM card_search"))
-    rows = index_rows(cards)
     if not rows:
         return
     if _dialect(session) == "postgresql":
@@ -76,7 +75,7 @@ def rebuild_index(*, session: Session, cards: Sequence[CardFile]) -> None:
             "INSERT INTO card_search (card_id, title, question, answer) "
             "VALUES (:card_id, :title, :question, :answer)"
         )
-    session.execute(insert, rows)
+    session.execute(insert, list(rows))
 
 
 def query_words(terms: Sequence[str]) -> list[str]:

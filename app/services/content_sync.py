@@ -7,6 +7,7 @@ all or nothing: a broken bank raises ContentError before anything is written.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from sqlmodel import Session, select
 from app.content.loader import Bank, load_bank
 from app.content.schema import Card as CardFile
 from app.models import Card, Topic, utcnow
-from app.services.card_search import indexed_count, rebuild_index
+from app.services.card_search import index_rows, indexed_count, rebuild_index
 
 
 @dataclass(frozen=True)
@@ -42,9 +43,43 @@ def _hash(data: dict[str, Any], path: str) -> str:
     return hashlib.sha256(json.dumps([data, path], sort_keys=True).encode()).hexdigest()
 
 
+def _card_fields(card: CardFile) -> dict[str, Any]:
+    """A card's row as the files say it should be (its content hash included)."""
+    data = _card_data(card)
+    return dict(
+        title=card.title,
+        topic=card.topic,
+        difficulty=card.difficulty.value,
+        tags=list(card.tags),
+        data=data,
+        search_text=card.search_text().lower(),
+        content_hash=_hash(data, card.path),
+        path=card.path,
+        # A superseded card keeps its row (and everyone's history of it) but leaves the lists.
+        retired=card.superseded_by is not None,
+    )
+
+
+# The rows of the last banks synced, by identity: a loaded bank is never changed in place (an
+# edit is a new load), and a process that starts several apps on one catalog (the test suite, a
+# server and its CLI) hashes and indexes its 200-odd cards once instead of on every start.
+_PREPARED: dict[int, tuple[Bank, list[dict[str, Any]], list[dict[str, str]]]] = {}
+_PREPARED_KEPT = 4
+
+
+def _prepared(bank: Bank) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    kept = _PREPARED.get(id(bank))
+    if kept is None or kept[0] is not bank:
+        while len(_PREPARED) >= _PREPARED_KEPT:
+            _PREPARED.pop(next(iter(_PREPARED)))
+        kept = _PREPARED[id(bank)] = (bank, [_card_fields(c) for c in bank.cards], index_rows(bank.cards))
+    return kept[1], kept[2]
+
+
 def sync_bank(*, session: Session, bank: Bank) -> SyncReport:
+    topic_rows = {t.slug: t for t in session.exec(select(Topic)).all()}
     for position, topic in enumerate(bank.topics):
-        topic_row = session.get(Topic, topic.slug)
+        topic_row = topic_rows.get(topic.slug)
         if topic_row is None:
             session.add(Topic(slug=topic.slug, title=topic.title, summary=topic.summary, position=position))
         else:
@@ -53,28 +88,17 @@ def sync_bank(*, session: Session, bank: Bank) -> SyncReport:
 
     existing = {c.id: c for c in session.exec(select(Card)).all()}
     added = updated = unchanged = retired = 0
-    for card in bank.cards:
-        data = _card_data(card)
-        digest = _hash(data, card.path)
-        fields: dict[str, Any] = dict(
-            title=card.title,
-            topic=card.topic,
-            difficulty=card.difficulty.value,
-            tags=list(card.tags),
-            data=data,
-            search_text=card.search_text().lower(),
-            content_hash=digest,
-            path=card.path,
-            # A superseded card keeps its row (and everyone's history of it) but leaves the lists.
-            retired=card.superseded_by is not None,
-        )
+    prepared, search_rows = _prepared(bank)
+    for card, fields in zip(bank.cards, prepared, strict=True):
+        digest = fields["content_hash"]
         row = existing.pop(card.id, None)
         if row is None:
-            session.add(Card(id=card.id, **fields))
+            # A copy: the row owns its tags and data, the memo stays as the files say.
+            session.add(Card(id=card.id, **copy.deepcopy(fields)))
             added += 1
         elif row.content_hash != digest or row.retired != fields["retired"]:
             newly_retired = fields["retired"] and not row.retired
-            for key, value in fields.items():
+            for key, value in copy.deepcopy(fields).items():
                 setattr(row, key, value)
             row.updated_at = utcnow()
             if newly_retired:
@@ -92,7 +116,7 @@ def sync_bank(*, session: Session, bank: Bank) -> SyncReport:
     # database, a table emptied by hand) or was never filled (the migration adds it empty).
     changed = added or updated or retired
     if changed or indexed_count(session=session) != len(bank.cards):
-        rebuild_index(session=session, cards=bank.cards)
+        rebuild_index(session=session, rows=search_rows)
     session.commit()
     return SyncReport(added, updated, retired, unchanged)
 

@@ -51,6 +51,24 @@ def test_every_table_with_a_user_id_is_listed() -> None:
     assert with_user_id == {str(t.__tablename__) for t in accounts.USER_TABLES}
 
 
+def test_an_app_left_to_its_defaults_hashes_at_rfc_9106s_cost(
+    db: Session, monkeypatch: pytest.MonkeyPatch, db_url: str
+) -> None:
+    """The suite turns hashing down (tests/conftest.py); a server started without those two
+    variables hashes with argon2id at 3 passes over 64 MiB, as its settings say."""
+    monkeypatch.delenv("KVPREP_ARGON2_TIME_COST")
+    monkeypatch.delenv("KVPREP_ARGON2_MEMORY_KIB")
+    real = Settings(database_url=db_url)
+    assert (real.argon2_time_cost, real.argon2_memory_kib) == (3, 65536)
+    user = accounts.create_account(
+        session=db, guest=None, email="ada@example.com", password=PASSWORD, settings=real
+    )
+    assert user.password_hash is not None and "$m=65536,t=3," in user.password_hash
+    assert (
+        accounts.authenticate(session=db, email="ada@example.com", password=PASSWORD, settings=real) == user
+    )
+
+
 def test_passwords_are_argon2_hashes(db: Session, settings: Settings) -> None:
     user = accounts.create_account(
         session=db, guest=None, email=" Ada@Example.COM ", password=PASSWORD, settings=settings
