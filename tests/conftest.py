@@ -75,6 +75,37 @@ SANDBOX_FILES = (
 )
 SANDBOX_FIXTURES = {"grading_client"}
 
+# The files that take longest (seconds of one process, from `pytest --junitxml` of the whole suite
+# on 3 processes: the sweep 170, the sandbox's golden cases 98, the lab's jobs 56, ...), handed out
+# first. pytest-xdist's own order (--dist loadfile) puts the files with the most tests first, which
+# left the one-test files of 20-30 s (a phone walk, two servers, a scale-out) for the end, on one
+# process while the others sat idle. scripts/test passes --no-loadscope-reorder to keep this order.
+SLOWEST_FILES = (
+    "graders/test_sweep.py",
+    "graders/sandbox/test_golden_sandbox.py",
+    "lab/test_lab_jobs.py",
+    "routes/test_challenge_run.py",
+    "browser/test_numeric_answers.py",
+    "browser/test_choice_options.py",
+    "browser/test_quiz_learning.py",
+    "test_two_servers.py",
+    "browser/test_calculator_cases.py",
+    "routes/test_mock.py",
+    "browser/test_phone.py",
+    "browser/test_docs_offline.py",
+    "browser/test_cards_ux.py",
+    "graders/sandbox/test_spares.py",
+    "services/test_personal_fsrs.py",
+    "browser/test_key_point_suggestions.py",
+    "routes/test_hostile_inputs.py",
+    "routes/test_run_flood.py",
+    "routes/test_submissions.py",
+    "routes/test_security.py",
+    "browser/test_lab_names.py",
+    "graders/checks/test_paged_kv_model.py",
+    "test_scale_out.py",
+)
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """A run that leaves the sandbox out refuses to start the fork server, so that a test which
@@ -94,6 +125,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         where = item.path.relative_to(tests_root).as_posix()
         if where.startswith(SANDBOX_FILES) or SANDBOX_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.sandbox)
+    # Stable: each file's tests keep their order, and the other files theirs, after the slowest.
+    rank = {name: i for i, name in enumerate(SLOWEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.relative_to(tests_root).as_posix(), len(rank)))
 
 
 @pytest.fixture(scope="session")
