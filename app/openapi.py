@@ -10,7 +10,9 @@ app, from what decides it:
   (401), a token where tokens may not act (403) and too many bad tokens (429); one that creates a
   guest row, the per-address limit on new guests (429); a rate limiter, 429; a path's slug or
   interview id, 404;
-- every route: a NUL in its path or query is a 422 (app/security.py).
+- every route: a NUL in its path or query is a 422 (app/security.py), and a request line or
+  header block the HTTP server cannot read (over 64 KiB, or not HTTP) is uvicorn's own plain-text
+  400, answered before the app sees the request.
 
 Each refusal's body is app.routes.refusals.Refusal, each 422 its ValidationRefusal.
 """
@@ -106,6 +108,14 @@ UNSAFE_METHODS = frozenset({"post", "put", "patch", "delete"})
 MALFORMED_BODY = {"description": "The body is not JSON", "model": Refusal}
 CROSS_SITE = {"description": "A request from another site's page (its Origin is not this server's)"}
 TOO_LARGE = {"description": "A body over the server's size limit"}
+# uvicorn's parser (httptools) refuses a request line or header block past 64 KiB, or one that is
+# not HTTP, with "Invalid HTTP request received." as text/plain: a URL of 70,000 characters gets it
+# on every path (tests/test_unreadable_requests.py).
+UNREADABLE_REQUEST = (
+    "The request line or headers could not be read (over 64 KiB, or not HTTP): the HTTP server's "
+    "own plain-text answer, before the app sees the request"
+)
+PLAIN_TEXT = {"text/plain": {"schema": {"type": "string"}}}
 
 
 def _calls(dependant: Dependant) -> Iterator[Callable[..., Any]]:
@@ -168,6 +178,11 @@ def _amend_operation(
             responses[key] = _response(entry["description"], entry["model"], components)
         if "headers" in entry:
             responses[key].setdefault("headers", entry["headers"])
+    if "400" in responses:
+        responses["400"]["description"] += f"; or: {UNREADABLE_REQUEST}"
+    else:
+        responses["400"] = {"description": UNREADABLE_REQUEST, "content": {}}
+    responses["400"].setdefault("content", {}).update(PLAIN_TEXT)
     declared = responses.get("422", {})
     responses["422"] = _response(
         declared.get("description") or "A value sent cannot be used: `loc` says which, `msg` why",
