@@ -258,8 +258,10 @@ class MockItem(SQLModel, table=True):
     # The user's own ratings of the report's rubric, by signal ({"clear": 3}); the computed ones
     # are recomputed from the answer, so both show (app/services/mock/corrections.py).
     rubric_corrections: dict[str, int] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
-    rating: int | None = None  # the fsrs.Rating the score fed into spaced repetition
-    due_after: datetime | None = None  # when spaced repetition asks the card again
+    # The fsrs.Rating the score fed into spaced repetition, and when it asks the card again: both
+    # None for a question the user did not tick for review (app/services/mock/scoring.py).
+    rating: int | None = None
+    due_after: datetime | None = None
 
 
 # A run of the lab's experiments for one user, done by a background job; the results as JSON.

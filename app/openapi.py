@@ -91,7 +91,7 @@ SUMMARIES: dict[tuple[str, str], str] = {
     ("post", "/api/mock/{mock_id}/answers"): "Answer the current mock question",
     ("post", "/api/mock/{mock_id}/submissions"): "Submit code for the mock's coding problem",
     ("post", "/api/mock/{mock_id}/finish"): "End a mock interview",
-    ("post", "/api/mock/{mock_id}/score"): "Score a mock interview's answers",
+    ("post", "/api/mock/{mock_id}/score"): "Score a mock's answers; schedule those marked for review",
     ("post", "/api/mock/{mock_id}/rubric"): "Correct one rubric rating on your report",
     ("get", "/api/mock/{mock_id}/report"): "A mock interview's report",
     ("post", "/api/mock/{mock_id}/share"): "Create a read-only link to a report",

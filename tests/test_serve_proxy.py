@@ -21,14 +21,14 @@ import pytest
 
 from app.config import ROOT
 from app.db import migrate
-from tests.browser.conftest import _free_port
+from tests.live import free_port
 
 
 @contextmanager
 def serving(tmp: Path, **env: str) -> Iterator[str]:
     url = f"sqlite:///{tmp / 'kvprep.sqlite3'}"
     migrate(url)
-    port = _free_port()
+    port = free_port()
     environment = {
         **os.environ,
         "KVPREP_DATABASE_URL": url,

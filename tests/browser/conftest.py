@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,67 +17,24 @@ from app.config import ROOT, Settings
 from app.db import migrate
 from app.main import create_app
 from app.services.clock import ManualClock
+from tests.live import free_port, serve
 
 CHROMIUM = os.environ.get("KVPREP_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
 CSP_REPORT = "Content Security Policy report:"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`kvprep serve` on a fresh SQLite file, as a user runs it."""
-    db = tmp_path_factory.mktemp("live") / "kvprep.sqlite3"
-    url = f"sqlite:///{db}"
-    migrate(url)
-    port = _free_port()
-    # Its own queue file too: servers sharing one SQLite queue would take each other's tasks.
-    env = {
-        **os.environ,
-        "KVPREP_DATABASE_URL": url,
-        "KVPREP_QUEUE_FILE": str(db.parent / "queue.sqlite3"),
-        "KVPREP_LAB_LOCK_FILE": str(db.parent / "lab.lock"),
-        "OMP_NUM_THREADS": "1",
-    }
-    log = (tmp_path_factory.mktemp("live-log") / "server.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(base + "/", timeout=2) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError(f"server did not start; see {log.name}")
-        time.sleep(0.2)
-    yield base
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    """`kvprep serve` on a fresh SQLite file, as a user runs it (tests/live.py)."""
+    with serve(tmp_path_factory.mktemp("live")) as base:
+        yield base
 
 
 @contextlib.contextmanager
 def serve_in_thread(app: FastAPI, what: str) -> Iterator[str]:
     """`app` served by uvicorn in a thread of this process, so a test can reach its state (a clock)."""
-    port = _free_port()
+    port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -169,9 +169,11 @@ def post_score(
     user: CurrentUser,
     clock: ClockDep,
 ) -> Public:
+    """Score the answers once the clock stops; only the questions marked `review` are scheduled
+    for spaced repetition."""
     now = clock.now()
     mock = find_mock(session, user.id, mock_id)
-    marks = {m.position: mocks.Mark(tuple(m.key_points), m.follow_up) for m in body.items}
+    marks = {m.position: mocks.Mark(tuple(m.key_points), m.follow_up, m.review) for m in body.items}
     mocks.score_mock(session=session, user=user, mock=mock, marks=marks, settings=settings, now=now)
     return report_view(mocks.build_report(session=session, mock=mock, catalog=catalog, now=now))
 

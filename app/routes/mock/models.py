@@ -45,11 +45,16 @@ class MockAnswer(ApiModel):
     picked: list[BodyIndex] = Field(default_factory=list, max_length=20)  # multiple choice
 
 
-# The user's scoring of one question: the key points covered, and whether the follow-up was.
+# The user's scoring of one question: the key points covered, whether the follow-up was, and
+# whether to schedule its card for review (their consent: false unless sent).
 class MockMark(ApiModel):
     position: BodyPosition
     key_points: list[BodyIndex] = Field(default_factory=list, max_length=50)
     follow_up: StrictBool = False
+    review: StrictBool = Field(
+        default=False,
+        description="schedule this question's card for review (spaced repetition); false unless sent",
+    )
 
 
 # The user's scoring of a whole interview.

@@ -27,6 +27,8 @@ from app.routes.mock.views import (
     OwnMock,
     find_mock,
     find_shared,
+    form_data,
+    marks_from_form,
     share_url,
     state_view,
     summary_view,
@@ -341,11 +343,6 @@ def mock_finish_form(
     return _act(request, mock.id, lambda: mocks.finish(session=session, mock=mock, now=clock.now()), FINISHED)
 
 
-async def form_data(request: Request) -> FormData:
-    """The whole posted form, for fields named after each question (kp-0, fu-0, ...)."""
-    return await request.form()
-
-
 @pages.post("/{mock_id}/score", dependencies=[CsrfChecked])
 def mock_score_form(
     mock_id: RowId,
@@ -357,10 +354,7 @@ def mock_score_form(
     form: Annotated[FormData, Depends(form_data)],
 ) -> RedirectResponse:
     mock = find_mock(session, user.id, mock_id)
-    marks: dict[int, mocks.Mark] = {}
-    for item in mocks.mock_items(session=session, mock=mock):
-        points = [int(v) for v in form.getlist(f"kp-{item.position}") if isinstance(v, str) and v.isdigit()]
-        marks[item.position] = mocks.Mark(tuple(points), bool(form.get(f"fu-{item.position}")))
+    marks = marks_from_form(form, mocks.mock_items(session=session, mock=mock))
     return _act(
         request,
         mock_id,

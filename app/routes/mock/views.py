@@ -7,16 +7,18 @@ asked comes from app/routes/question_views.py, like a quiz's.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated
 
 from fastapi import Depends, Request
 from sqlmodel import Session
+from starlette.datastructures import FormData
 
 from app.content.catalog import Catalog
 from app.deps import SessionDep, Visitor
 from app.enums import MockStatus
-from app.models import MockInterview
+from app.models import MockInterview, MockItem
 from app.routes.mock.models import MockReport, MockState, MockSummary
 from app.routes.public import Public
 from app.routes.question_views import mock_question_view
@@ -26,6 +28,23 @@ from app.validation import RowId
 
 # Headers of the shared report: the token must not leak through links, nor the page into search engines.
 SHARED_HEADERS = {"Referrer-Policy": "no-referrer", "X-Robots-Tag": "noindex", "Cache-Control": "no-store"}
+
+
+async def form_data(request: Request) -> FormData:
+    """The whole posted form, for fields named after each question (kp-0, fu-0, review-0, ...)."""
+    return await request.form()
+
+
+def marks_from_form(form: FormData, items: Sequence[MockItem]) -> dict[int, mocks.Mark]:
+    """The score form's ticks per question; a box left unticked is not sent, so review is False
+    unless the user asked for it."""
+    marks: dict[int, mocks.Mark] = {}
+    for item in items:
+        points = [int(v) for v in form.getlist(f"kp-{item.position}") if isinstance(v, str) and v.isdigit()]
+        marks[item.position] = mocks.Mark(
+            tuple(points), bool(form.get(f"fu-{item.position}")), bool(form.get(f"review-{item.position}"))
+        )
+    return marks
 
 
 def find_mock(session: Session, user_id: int | None, mock_id: int) -> MockInterview:

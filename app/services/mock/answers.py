@@ -20,6 +20,7 @@ from app.services.grading import GradingQueue
 from app.services.mock.deadline import _close, ensure_running
 from app.services.mock.interviewer import next_prompt
 from app.services.mock.interviews import MOVED_ON, current_item, mock_items, phase
+from app.services.mock.mistakes import choice_prompt
 from app.services.wrong_answers import bank_common_words
 
 
@@ -81,6 +82,7 @@ def answer(
                 "correct": chosen.correct,
                 "response": {"picked": chosen.picked, "partial": chosen.partial},
             }
+            values |= _probed_option(session=session, item=item, picked=chosen.picked)
         else:
             values["answer"] = text
             values |= key_point_suggestions.mock_fields(session=session, item=item, text=text)
@@ -122,6 +124,16 @@ def _listened(*, session: Session, item: MockItem, text: str, suggested: Any) ->
     covered = set(got.points) if got else set()
     prompt = next_prompt(asked, text, covered, bank_common_words(session=session))
     return {"payload": {**item.payload, "follow_up": prompt.to_json()}}
+
+
+def _probed_option(*, session: Session, item: MockItem, picked: Sequence[int]) -> dict[str, Any]:
+    """The item's payload with its follow-up on the option a pick missed or got wrong (mistakes.py);
+    nothing for exactly the right options, which keep the follow-up drawn at set-up."""
+    card = session.get(Card, item.card_id) if item.card_id else None
+    if card is None or not item.payload.get("follow_up"):
+        return {}
+    prompt = choice_prompt(content(card), item.payload["choice"], picked)
+    return {"payload": {**item.payload, "follow_up": prompt.to_json()}} if prompt else {}
 
 
 def submit_code(

@@ -6,10 +6,13 @@ The rule, first that applies (deterministic for a given answer, since the matche
    (app/services/wrong_answers.py): "You said ...", followed by the follow-up that probes the most
    important missed key point. An answer that covered every key point shares words with the wrong
    answers (they are about the same things) but is not nudged: it earned the harder question;
-2. probe: a key point was missed (key points are in order of importance): the follow-up that
+2. wrong_number: the answer states a quantity the key points contradict ("You said 256 KiB per
+   token; check how you got it", app/services/mock/mistakes.py), covered or not: a wrong figure
+   is wrong;
+3. probe: a key point was missed (key points are in order of importance): the follow-up that
    probes the first missed point, a `same` one before a `harder` one, in file order;
-3. number: the card's key points carry a number and the answer gave none: a request for it;
-4. harder: every key point was covered: the card's first `harder` follow-up (its last
+4. number: the card's key points carry a number and the answer gave none: a request for it;
+5. harder: every key point was covered: the card's first `harder` follow-up (its last
    follow-up when it has none).
 
 A missed point that no follow-up probes falls to the number request, then to the card's first
@@ -18,57 +21,16 @@ A missed point that no follow-up probes falls to the number request, then to the
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from app.enums import FollowUpDifficulty
 from app.services.card_content import CardContent, FollowUp
 from app.services.key_point_matcher import plain
+from app.services.mock.mistakes import wrong_figure
+from app.services.mock.prompt import Prompt, blank_figures, figures, probing, short
 from app.services.wrong_answers import matches_wrong_answer
 
-# A quantity standing as its own word ("512 KiB", "13.2 GB", "4.2x"), not part of a name or a
-# dtype ("Llama-2-7B", "fp16").
-_NUMBER = re.compile(r"(?<![\w.-])\d(?:[\d,.]*\d)?x?(?![\w-])")
-_SHORT_WORDS = 14
-
-
-@dataclass(frozen=True)
-class Prompt:
-    """The follow-up as asked: question and strong answer, and why it was chosen."""
-
-    question: str
-    answer: str
-    kind: str  # nudge | probe | number | harder | follow_up
-    reason: str
-    probes: list[int] = field(default_factory=list)
-    difficulty: str = FollowUpDifficulty.SAME
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def short(point: str) -> str:
-    """A key point's first words, for a reason line."""
-    words = plain(point).split()
-    return " ".join(words[:_SHORT_WORDS]) + (" ..." if len(words) > _SHORT_WORDS else "")
-
-
-def has_number(text: str) -> bool:
-    return _NUMBER.search(text) is not None
-
-
-def numbers(text: str) -> list[str]:
-    """The quantities a text gives, as written ("512", "13.2", "4.2x"), in order."""
-    return _NUMBER.findall(text)
-
-
-def _probing(follow_ups: Sequence[FollowUp], point: int) -> FollowUp | None:
-    found = [f for f in follow_ups if point in f.probes]
-    same = [f for f in found if f.difficulty == FollowUpDifficulty.SAME]
-    return (same or found)[0] if found else None
+__all__ = ["Prompt", "next_prompt"]
 
 
 def _from(f: FollowUp, kind: str, reason: str) -> Prompt:
@@ -81,7 +43,7 @@ def next_prompt(
     """The next prompt for an answer `text` that covered the key points `covered` (indices)."""
     points, follow_ups = asked.key_points, asked.follow_ups
     missed = [i for i in range(len(points)) if i not in covered]
-    probe = next(((i, f) for i in missed if (f := _probing(follow_ups, i)) is not None), None)
+    probe = next(((i, f) for i in missed if (f := probing(follow_ups, i)) is not None), None)
     first_same = next((f for f in follow_ups if f.difficulty == FollowUpDifficulty.SAME), follow_ups[0])
     for wrong in asked.wrong_answers if missed else ():
         if text.strip() and matches_wrong_answer(text, wrong.answer, common):
@@ -95,13 +57,16 @@ def next_prompt(
                 list(then.probes),
                 then.difficulty,
             )
+    figure = wrong_figure(asked, text)
+    if figure is not None:
+        return figure
     if probe is not None:
         i, f = probe
         return _from(f, "probe", f"asked because you did not mention key point {i + 1}: “{short(points[i])}”")
-    numbered = [i for i, p in enumerate(points) if has_number(p)]
-    if numbered and not has_number(text):
+    numbered = [i for i, p in enumerate(points) if figures(p)]
+    if numbered and not figures(text):
         i = numbered[0]
-        blank = _NUMBER.sub("___", plain(points[i]))
+        blank = blank_figures(plain(points[i]))
         return Prompt(
             f"Can you put a number on it? Fill in the figures: “{blank}”",
             points[i],

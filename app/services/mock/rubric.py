@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 
 from app.enums import MockItemKind, RubricSignal
 from app.models import MockItem
-from app.services.mock.interviewer import numbers, short
+from app.services.mock.prompt import figures, short
+from app.services.mock.prompt import value as _value
 
 RATING_NAMES = {1: "very weak", 2: "weak", 3: "strong", 4: "very strong"}
 SIGNAL_NAMES = {
@@ -67,7 +68,6 @@ _HEDGE = re.compile(
     r"\b(i think|i guess|i believe|maybe|perhaps|probably|not sure|sort of|kind of|something like)\b",
     re.IGNORECASE,
 )
-_CITATION = re.compile(r"\([^()]*(?:et al|arXiv)[^()]*\)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
@@ -119,16 +119,6 @@ def _quote(text: str, at: re.Match[str], words: int = 4) -> str:
     before = text[: at.start()].split()[-words:]
     after = text[at.end() :].split()[:words]
     return "“" + " ".join([*before, at.group(0), *after]) + "”"
-
-
-def figures(text: str) -> list[str]:
-    """The quantities a text gives as figures: not a citation's year ("(Leviathan et al., 2023)"),
-    not 0 or 1 (a mask's values, an index), which no interviewer asks to be put a number on."""
-    return [n for n in numbers(_CITATION.sub("", text)) if _value(n) not in (0.0, 1.0)]
-
-
-def _value(figure: str) -> float:
-    return float(figure.replace(",", "").rstrip("x"))
 
 
 def _same_figure(a: str, b: str) -> bool:

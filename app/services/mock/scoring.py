@@ -6,9 +6,11 @@ question scores 0.7 x its main answer (share of key points covered, or 1 right /
 right / 0 wrong) + 0.3 x its follow-up; a question asked but not answered scores 0, and so
 does one the clock never reached. The coding problem scores 1 when a submission passed, else
 half the share of the grader's tests the last graded submission passed, and counts double in
-the overall score (app/services/mock/report.py). Each question asked feeds spaced repetition
-once, at scoring: Good from 0.8, Hard from 0.5, Again below. The coding problem's verdicts
-feed it already, as every graded submission does (app/services/grading.py).
+the overall score (app/services/mock/report.py). A question asked feeds spaced repetition once,
+at scoring, and only when the user ticked it for review (their consent: a mock is practice,
+and an unasked-for Again would pull a card they know forward): Good from 0.8, Hard from 0.5,
+Again below. The coding problem's verdicts feed it already, as every graded submission does
+(app/services/grading.py).
 """
 
 from __future__ import annotations
@@ -36,10 +38,12 @@ GOOD_FROM, HARD_FROM = 0.8, 0.5
 
 @dataclass(frozen=True)
 class Mark:
-    """What the user ticked for one question: key points covered, follow-up covered."""
+    """What the user ticked for one question: key points covered, follow-up covered, and whether
+    to schedule its card for review (never unless asked)."""
 
     key_points: tuple[int, ...] = ()
     follow_up: bool = False
+    review: bool = False
 
 
 def main_score(item: MockItem, n_points: int) -> float:
@@ -71,7 +75,8 @@ def score_mock(
     settings: Settings,
     now: datetime,
 ) -> None:
-    """Store the user's ticks, feed every question asked into spaced repetition, once. Commits."""
+    """Store the user's ticks; feed each question asked that they ticked for review into spaced
+    repetition, once. Commits."""
     if not close_if_due(session=session, mock=mock, now=now):
         raise Conflict("The interview is still running: score it once the clock stops.")
     if mock.scored_at is not None:
@@ -87,6 +92,9 @@ def score_mock(
         if item.kind == MockItemKind.RECALL:
             item.covered = sorted({i for i in mark.key_points if 0 <= i < n_points}) if item.answer else []
         item.follow_up_covered = bool(mark.follow_up and item.follow_up_answer)
+        session.add(item)
+        if not mark.review:
+            continue
         rating = rating_for(item_score(item, n_points))
         progress = scheduling.review_card(
             session=session,

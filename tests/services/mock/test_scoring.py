@@ -1,5 +1,5 @@
 """app/services/mock/scoring.py: marking an interview scores it once and feeds the spaced-repetition
-schedule."""
+schedule with the questions the user ticked for review, and only those."""
 
 from __future__ import annotations
 
@@ -30,7 +30,11 @@ def test_scoring_feeds_spaced_repetition_once(db: Session, settings: Settings) -
                      now=NOW + timedelta(minutes=1 + position), text="something")  # fmt: skip
     end = mock.deadline + timedelta(seconds=5)
     n0 = len(db.get(Card, items[0].card_id).data["key_points"])
-    marks = {0: mocks.Mark(tuple(range(n0)), True), 1: mocks.Mark((0,), True), 2: mocks.Mark((0, 1), True)}
+    marks = {
+        0: mocks.Mark(tuple(range(n0)), True, review=True),
+        1: mocks.Mark((0,), True, review=True),
+        2: mocks.Mark((0, 1), True, review=True),
+    }
     mocks.score_mock(session=db, user=user, mock=mock, marks=marks, settings=settings, now=end)
     items = mocks.mock_items(session=db, mock=mock)
     assert items[0].covered == list(range(n0)) and items[0].follow_up_covered is True
@@ -54,3 +58,27 @@ def test_scoring_feeds_spaced_repetition_once(db: Session, settings: Settings) -
     assert report.score == pytest.approx(sum(r.score for r in report.items) / 4)
     assert {t.slug for t in report.by_topic} <= {"rope", "flashattention"}
     assert [r.target for r in report.review] == [second.card_id]  # reached and weak: not the unreached one
+
+
+def test_only_a_question_ticked_for_review_is_scheduled(db: Session, settings: Settings) -> None:
+    user = make_user(db, guest_token="g")
+    mock = start(db, settings, user, topics=("rope", "flashattention"))
+    items = mocks.mock_items(session=db, mock=mock)
+    for minute, (position, step) in enumerate([(0, "question"), (0, "follow_up"), (1, "question")]):
+        mocks.answer(session=db, mock=mock, position=position, step=step, settings=settings,
+                     now=NOW + timedelta(minutes=1 + minute), text="something")  # fmt: skip
+    end = mock.deadline + timedelta(seconds=5)
+    # Two weak answers: each would be scheduled Again, but only the second is ticked for review.
+    marks = {0: mocks.Mark((0,)), 1: mocks.Mark((0,), review=True)}
+    mocks.score_mock(session=db, user=user, mock=mock, marks=marks, settings=settings, now=end)
+    unticked, ticked = mocks.mock_items(session=db, mock=mock)[:2]
+    assert unticked.rating is None and unticked.due_after is None
+    assert scheduling.get_progress(session=db, user_id=user.id, card_id=items[0].card_id) is None
+    reviews = db.exec(select(Review).where(Review.user_id == user.id)).all()
+    assert [(r.card_id, r.source) for r in reviews] == [(items[1].card_id, "mock")]
+    assert ticked.rating == int(Rating.Again)
+    progress = scheduling.get_progress(session=db, user_id=user.id, card_id=items[1].card_id)
+    assert progress is not None and progress.due == ticked.due_after
+    report = mocks.build_report(session=db, mock=mock, catalog=catalog(), now=end)
+    links = {r.target: r for r in report.review}
+    assert links[items[0].card_id].due_after is None and links[items[1].card_id].rating == "again"
