@@ -18,7 +18,8 @@ pytestmark = pytest.mark.browser
 ARROW_PX = 28
 
 # [menu name, its width, the option's text width, the option] for each option that does not fit.
-TOO_WIDE = """(arrow) => [...document.querySelectorAll('select')].filter((s) => s.offsetParent).flatMap((s) => {
+TOO_WIDE = """(arrow) => [...document.querySelectorAll('select')]
+  .filter((s) => s.offsetParent).flatMap((s) => {
   const style = getComputedStyle(s);
   const pen = document.createElement('canvas').getContext('2d');
   pen.font = `${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
