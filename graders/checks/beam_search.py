@@ -16,11 +16,17 @@ the optional arguments by keyword, by position and left out. Once every test ran
 submission is compared with the named mistakes (graders/checks/beam_search_variants.py), each
 run on a fresh model of the same seed: a mistake whose record equals the submission's on every
 search is named. The verdict ends with the hypotheses of one fixed search beside the reference's.
+
+No search's settings depend on an answer, so every search is drawn and queued before the first is
+checked (`Plan`), and all go out in one round trip: the model's callbacks (prefill, step, reorder)
+cross the socket inside it, but the verdict pays one request instead of one per search. The rule's
+record of each search is computed once, when it is drawn, and kept for naming mistakes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 
 from graders.checks.beam_search_cases import (
@@ -36,11 +42,12 @@ from graders.checks.beam_search_cases import (
     shown,
     variant,
 )
-from graders.checks.beam_search_model import submission_model
+from graders.checks.beam_search_model import HistoryModel, submission_model
 from graders.checks.beam_search_variants import Slip, mistake_sentence
 from graders.checks.report import CheckReport, Mismatch, run_test
-from graders.checks.serving_common import Rng, call_entry, figure_test
-from graders.sandbox.protocol import SubmissionLink
+from graders.checks.serving_common import Rng, figure_test
+from graders.sandbox.protocol import Pending, SubmissionError, SubmissionLink
+from graders.sandbox.remote import Remote
 
 SLUG = "beam-search"
 ENTRY_POINT = "beam_search"
@@ -136,33 +143,90 @@ FIXED = Search(
 )
 
 
+@dataclass(eq=False)
+class Queued:
+    """One search sent (queued) to the submission, with the model it was handed and the rule's
+    record of the same search."""
+
+    search: Search
+    want: Observed
+    model: HistoryModel
+    remote: Remote
+    answer: Pending | BaseException  # an exception: the call could not even be queued
+
+
 class Judge:
-    """Runs searches on the submission and keeps what each did, for naming a mistake at the end."""
+    """Runs searches on the submission and keeps what each did, for naming a mistake at the end.
+
+    Every search of the battery is queued before the first is checked (`queue`), so they all go out
+    in one round trip: no search's settings depend on an answer. A queued call after one that raised
+    was never made (its Pending holds that same exception); it is made then, alone (`observe`)."""
 
     def __init__(self, session: SubmissionLink) -> None:
         self.session = session
-        self.seen: list[tuple[Search, Observed]] = []
+        self.seen: list[tuple[Search, Observed, Observed]] = []  # the search, the submission's, the rule's
+        self.queued: list[Queued] = []  # in the order they were queued
 
-    def observe(self, search: Search) -> Observed:
+    def queue(self, search: Search, want: Observed) -> Queued:
         model, remote = submission_model(search.seed, search.vocab, search.eos_id)
         args, kwargs = search.arguments()
-        value = call_entry(self.session, ENTRY_POINT, remote, *args, **kwargs)
-        seen = Observed.of(parse_result(value, search.describe()), model)
-        self.seen.append((search, seen))
+        try:
+            answer: Pending | BaseException = self.session.call_later(ENTRY_POINT, remote, *args, **kwargs)
+        except (SubmissionError, KeyError) as exc:  # in-process, a missing name fails at once
+            answer = exc
+        self.queued.append(Queued(search, want, model, remote, answer))
+        return self.queued[-1]
+
+    def _value(self, queued: Queued) -> object:
+        if isinstance(queued.answer, BaseException):
+            raise queued.answer
+        try:
+            return queued.answer.value()
+        except (SubmissionError, KeyError) as exc:
+            if not self._never_made(queued, exc):
+                raise
+        args, kwargs = queued.search.arguments()
+        return self.session.call(ENTRY_POINT, queued.remote, *args, **kwargs)
+
+    def _never_made(self, queued: Queued, error: BaseException) -> bool:
+        """Whether the call before this one in the queue raised this very exception: then the batch
+        stopped there and this call never ran."""
+        i = self.queued.index(queued)
+        before = self.queued[i - 1].answer if i > 0 else None
+        if not isinstance(before, Pending):
+            return False
+        try:
+            before.value()
+        except BaseException as exc:  # noqa: BLE001 - only its identity matters
+            return exc is error
+        return False
+
+    def observe(self, queued: Queued) -> Observed:
+        try:
+            value = self._value(queued)
+        except (SubmissionError, KeyError):
+            if not self.session.has(ENTRY_POINT):
+                raise Mismatch(
+                    f"your code defines no top-level `{ENTRY_POINT}`: the grader calls it by that name"
+                ) from None
+            raise
+        seen = Observed.of(parse_result(value, queued.search.describe()), queued.model)
+        self.seen.append((queued.search, seen, queued.want))
         return seen
 
-    def expect(self, search: Search, want: Observed, rule: str) -> None:
-        got = self.observe(search)
-        if same(got, want):
+    def expect(self, queued: Queued, rule: str) -> None:
+        got = self.observe(queued)
+        if same(got, queued.want):
             return
-        raise Mismatch(f"{search.describe()}: {_difference(search, got, want)}; the rule: {rule}")
+        search = queued.search
+        raise Mismatch(f"{search.describe()}: {_difference(search, got, queued.want)}; the rule: {rule}")
 
     def name_mistakes(self, report: CheckReport) -> None:
         """Name each mistake whose record equals the submission's on every search it answered."""
-        if not self.seen or all(same(got, reference(s)) for s, got in self.seen):
+        if not self.seen or all(same(got, want) for _, got, want in self.seen):
             return
         for slip in Slip:
-            if all(same(variant(s, slip), got) for s, got in self.seen):
+            if all(same(variant(s, slip), got) for s, got, _ in self.seen):
                 report.diagnose(mistake_sentence(slip))
 
 
@@ -191,22 +255,55 @@ def _difference(search: Search, got: Observed, want: Observed) -> str:
     )
 
 
-def _test_rule(judge: Judge, rng: Rng, make: Maker, groups: Sequence[tuple[Slip, ...]], rule: str) -> None:
-    for telling in groups:
-        search, want = draw(lambda: make(rng), telling)
-        judge.expect(search, want, rule)
+def _test(judge: Judge, searches: Sequence[Queued], rule: str, checked: list[int]) -> None:
+    """Each search against the rule; `checked` gets how many were checked (the last one failed
+    when the test fails)."""
+    for i, queued in enumerate(searches):
+        checked.append(i)
+        judge.expect(queued, rule)
 
 
-def _test_random(judge: Judge, rng: Rng) -> None:
-    styles: tuple[Style, ...] = ("keywords", "positional", "keywords", "defaults")
-    for style in styles[:N_RANDOM]:
-        search = random_search(rng, style=style)
-        judge.expect(search, reference(search), "every rule of the search at once")
+class Plan:
+    """Every test's searches, drawn in the order the tests use the rng and queued at once.
+
+    A test stops at its first failed search and never draws the rest of its searches, so the next
+    test draws from the rng as it was after the failed one's draw: `replan` restores that state and
+    draws (and queues) the later tests' searches again, which keeps every verdict what it was when
+    each search was drawn and sent alone."""
+
+    def __init__(self, judge: Judge, rng: Rng) -> None:
+        self.judge, self.rng = judge, rng
+        self.rules: list[list[Queued]] = []
+        self.states: list[list[object]] = []  # the rng's state before each rule search's draw
+        self.randoms, self.fixed = self._draw(0)
+
+    def _draw(self, first: int) -> tuple[list[Queued], Queued]:
+        """Draw and queue the searches of RULES[first:], the random ones and the fixed one."""
+        del self.rules[first:], self.states[first:]
+        for _, _, make, groups in RULES[first:]:
+            states: list[object] = []
+            searches: list[Queued] = []
+            for telling in groups:
+                states.append(self.rng.py.getstate())
+                searches.append(self.judge.queue(*draw(partial(make, self.rng), telling)))
+            self.rules.append(searches)
+            self.states.append(states)
+        styles: tuple[Style, ...] = ("keywords", "positional", "keywords", "defaults")
+        randoms = [random_search(self.rng, style=style) for style in styles[:N_RANDOM]]
+        return [self.judge.queue(search, reference(search)) for search in randoms], self.judge.queue(
+            FIXED, reference(FIXED)
+        )
+
+    def replan(self, rule: int, checked: int) -> None:
+        """Rule `rule` stopped after `checked` searches: draw the later tests as they would be then."""
+        if checked < len(self.rules[rule]):
+            self.rng.py.setstate(self.states[rule][checked])  # type: ignore[arg-type]
+            self.randoms, self.fixed = self._draw(rule + 1)
 
 
-def _test_figure(judge: Judge) -> str:
-    got = judge.observe(FIXED)
-    want = reference(FIXED)
+def _test_figure(judge: Judge, queued: Queued) -> str:
+    got = judge.observe(queued)
+    want = queued.want
     prompt = len(FIXED.prompt)
     figure = (
         f"{FIXED.describe()}: yours {shown(got.result, prompt)}; the reference's {shown(want.result, prompt)}"
@@ -221,16 +318,21 @@ def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
     report = CheckReport()
     rng = Rng(seed)
     judge = Judge(session)
-    for name, rule, make, groups in RULES:
-        run_test(report, name, partial(_test_rule, judge, rng, make, groups, rule))
+    plan = Plan(judge, rng)
+    for i, (name, rule, _, _) in enumerate(RULES):
+        checked: list[int] = []
+        run_test(report, name, partial(_test, judge, plan.rules[i], rule, checked))
+        plan.replan(i, len(checked))
     run_test(
         report,
         f"whole searches equal the reference's on {N_RANDOM} random settings (optional arguments by "
         "keyword, by position and left out)",
-        partial(_test_random, judge, rng),
+        partial(_test, judge, plan.randoms, "every rule of the search at once", []),
     )
     figure_test(
-        report, "the hypotheses of a fixed search, beside the reference's", partial(_test_figure, judge)
+        report,
+        "the hypotheses of a fixed search, beside the reference's",
+        partial(_test_figure, judge, plan.fixed),
     )
     judge.name_mistakes(report)
     return report

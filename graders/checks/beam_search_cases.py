@@ -92,10 +92,16 @@ def same(a: Observed, b: Observed) -> bool:
 
 
 def reference(search: Search) -> Observed:
+    """The rule's record of `search`. The explicit walk (Python tuples): on a few beams of a small
+    vocabulary it is several times faster than one torch sort, and tested equal to it, ties
+    included (tests/graders/reference/test_beam_search_walks.py); a verdict draws some fifty."""
     model = search.model()
     s = search
     return Observed.of(
-        beam_search(model, s.prompt, s.beam_width, s.max_new_tokens, s.eos_id, s.length_penalty), model
+        beam_search(
+            model, s.prompt, s.beam_width, s.max_new_tokens, s.eos_id, s.length_penalty, explicit=True
+        ),
+        model,
     )
 
 

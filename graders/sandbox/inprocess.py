@@ -166,6 +166,15 @@ class InProcessLink:
             raise SubmissionError(type(exc).__name__, str(exc)) from None
         return (self._keep(result) if keep else self._from_wire(result)), largest
 
+    def call_measured_later(self, target: str | Handle, *args: Any, **kwargs: Any) -> Pending:
+        """Measured at once here, as call_later calls at once."""
+        pending = Pending()
+        try:
+            pending.resolve(self.call_measured(target, *args, **kwargs))
+        except SubmissionError as exc:
+            pending.reject(exc)
+        return pending
+
     def call_counted(self, target: str | Handle, *args: Any, **kwargs: Any) -> tuple[Any, int, int]:
         from graders.sandbox.work_counter import counted_call
 

@@ -71,8 +71,11 @@ class Pending:
     call queued after one that raised was never made and raises that same exception.
     """
 
-    def __init__(self, flush: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, flush: Callable[[], None] | None = None, unpack: Callable[[Any], Any] | None = None
+    ) -> None:
         self._flush = flush  # sends what is queued, this call included (None: already answered)
+        self._unpack = unpack  # checks and splits the raw answer (a measured call's [result, largest])
         self._done = False
         self._value: Any = None
         self._error: BaseException | None = None
@@ -94,7 +97,7 @@ class Pending:
             raise self._error
         if not self._done:
             raise RuntimeError("the call was never answered")
-        return self._value
+        return self._value if self._unpack is None else self._unpack(self._value)
 
 
 def measured_reply(value: Any) -> tuple[Any, int]:
@@ -162,6 +165,10 @@ class SubmissionLink(Protocol):
         the call allocated held). See graders/sandbox/footprint.py for what it counts.
         `kept_heap`: the submission's allocator keeps freed blocks for reuse during the call
         (graders/sandbox/allocator.py), so a loop of large temporaries costs no page faults."""
+
+    def call_measured_later(self, target: str | Handle, *args: Any, **kwargs: Any) -> Pending:
+        """`call_measured`, queued as `call_later` queues `call`: `value()` is (result, largest), so
+        every measured step of a test goes out in one round trip."""
 
     def peak_watch(self) -> PeakWatch | None:
         """A `with` block measuring the kernel's peak of the submission process's resident memory,

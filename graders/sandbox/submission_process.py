@@ -173,6 +173,13 @@ class SandboxLink:
             header["heap"] = "kept"
         return measured_reply(self._request(header, encoder))
 
+    def call_measured_later(self, target: str | Handle, *args: Any, **kwargs: Any) -> Pending:
+        encoder = self._encoder()
+        header = {**_call_header(encoder, target, args, kwargs, keep=False), "measure": True}
+        pending = Pending(self._flush, measured_reply)
+        self._defer(header, encoder, pending)
+        return pending
+
     def call_counted(self, target: str | Handle, *args: Any, **kwargs: Any) -> tuple[Any, int, int]:
         encoder = self._encoder()
         header = {**_call_header(encoder, target, args, kwargs, keep=False), "measure": "work"}

@@ -260,3 +260,28 @@ def test_the_model_refuses_float_tokens_and_rows_out_of_range() -> None:
     with pytest.raises(ValueError, match="outside 0..4"):
         model.prefill([7])
     assert len(model.refusals) == 3 and model.prefills == 1
+
+
+def test_searches_after_one_that_raised_are_still_made_and_judged_in_the_sandbox() -> None:
+    """Every search goes out in one round trip; one that raises stops that batch, and each search
+    after it, never made there, is made alone: the sandbox's verdict is the in-process one."""
+    from graders.limits import Limits
+    from graders.sandbox.client import shared_client
+
+    code = SOLUTION.replace(
+        "    log_probs, cache = model.prefill(list(prompt))\n",
+        "    if max_new_tokens == 1:\n        raise ValueError('one token')\n"
+        "    log_probs, cache = model.prefill(list(prompt))\n",
+    )
+    assert code != SOLUTION
+    with shared_client().open(Limits()) as session:
+        session.load(code)
+        sandboxed = check.run(session, seed=3)
+        trips = session.round_trips
+    in_process, _ = run(check, code, seed=3)
+    outcomes = [(t.name, t.passed) for t in sandboxed.tests]
+    assert outcomes == [(t.name, t.passed) for t in in_process.tests]
+    one_token = next(t for t in sandboxed.tests if t.name.startswith("max_new_tokens=1"))
+    assert not one_token.passed and "ValueError: one token" in one_token.message
+    assert sandboxed.tests[-1].passed and sandboxed.tests[-2].passed  # made alone, after the failure
+    assert trips > 3  # the batch, then each search after the one that raised on its own

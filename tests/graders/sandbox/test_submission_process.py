@@ -267,6 +267,25 @@ def test_a_queued_call_answers_with_what_it_returned_before_later_calls_of_its_b
     assert session.get(session.new_dict({"view": handle}))["view"].tolist() == [0.0, 2.0]  # still a view
 
 
+def test_queued_measured_calls_answer_like_measured_calls_in_one_round_trip(session: Any) -> None:
+    """call_measured_later: (result, largest float tensor) per call as call_measured says it, every
+    call of a test in one request (mla-decode queues its decode steps so)."""
+    small, large = torch.randn(3, 4), torch.randn(40, 50)
+    trips = getattr(
+        session, "round_trips", None
+    )  # the sandbox counts them; in-process calls are made at once
+    answers = [session.call_measured_later("scaled", t, scale=2.0) for t in (small, large)]
+    failing = session.call_measured_later("boom")
+    (got_small, largest_small), (got_large, largest_large) = (a.value() for a in answers)
+    assert torch.equal(got_small, small * 2) and largest_small == small.numel()
+    assert torch.equal(got_large, large * 2) and largest_large == large.numel()
+    with pytest.raises(SubmissionError):
+        failing.value()
+    if trips is not None:
+        assert session.round_trips == trips + 1
+    assert session.call_measured("scaled", small, scale=2.0)[1] == largest_small
+
+
 def test_a_queued_call_that_raises_raises_from_its_value(session: Any) -> None:
     before = session.call_later("ident", torch.ones(2))
     failing = session.call_later("boom")
