@@ -27,7 +27,7 @@ from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from app.config import Settings
-from app.enums import QuestionKind, QuizItemState, QuizMode
+from app.enums import Difficulty, QuestionKind, QuizItemState, QuizMode
 from app.models import Card, CardProgress, Quiz, QuizItem, User, utcnow
 from app.services import choice_options, key_point_suggestions, questions, quiz_learning, scheduling
 from app.services.card_content import content
@@ -139,16 +139,16 @@ def start_quiz(
             if problem is not None:
                 planned.append((card, kind, problem))
                 continue
-            kind = next((k for k in kinds if k != "numeric"), "")
+            kind = next((k for k in kinds if k != QuestionKind.NUMERIC), "")
             if not kind:
                 continue  # only numeric asked, and this card has no new problem left
         payload = questions.build(card=card, kind=kind, rng=rng, topic_cards=by_topic.get(card.topic, []))
         planned.append((card, kind, payload))
     quiz = Quiz(
         user_id=user.id,
-        mode=spec.mode,
+        mode=QuizMode(spec.mode),
         topics=list(spec.topics),
-        difficulty=spec.difficulty,
+        difficulty=None if spec.difficulty is None else Difficulty(spec.difficulty),
         kinds=list(kinds),
         size=len(planned),
         created_at=now,
@@ -163,7 +163,7 @@ def start_quiz(
                 user_id=user.id,
                 position=position,
                 card_id=card.id,
-                kind=kind,
+                kind=QuestionKind(kind),
                 payload=payload,
             )
         )

@@ -106,7 +106,7 @@ def queue_repeat(*, session: Session, item: QuizItem, rating: Rating) -> QuizIte
         user_id=item.user_id,
         position=len(items),
         card_id=item.card_id,
-        kind=kind,
+        kind=QuestionKind(kind),
         payload=payload,
         repeat_of=item.id,
     )
