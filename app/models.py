@@ -11,7 +11,7 @@ from datetime import UTC, date, datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, Column, Dialect, Index, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, Dialect, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
@@ -188,7 +188,8 @@ class CardProgress(SQLModel, table=True):
 
 
 # One quiz: how its cards were chosen, and when it was finished. (The table keeps the class's
-# first name, "quizsession", and QuizItem.session_id points at it: renaming them would only move data.)
+# first name, "quizsession", and QuizItem.quiz_id's column keeps "session_id": renaming them would
+# only move data.)
 class Quiz(SQLModel, table=True):
     __tablename__ = "quizsession"
     id: int | None = Field(default=None, primary_key=True)
@@ -207,7 +208,10 @@ class QuizItem(SQLModel, table=True):
     __table_args__ = (UniqueConstraint("session_id", "position"),)
 
     id: int | None = Field(default=None, primary_key=True)
-    session_id: int = Field(foreign_key="quizsession.id", index=True)
+    # The quiz it belongs to; the column keeps its first name (see Quiz above).
+    quiz_id: int = Field(
+        sa_column=Column("session_id", Integer, ForeignKey("quizsession.id"), index=True, nullable=False)
+    )
     user_id: int = Field(foreign_key="user.id", index=True)  # the session's owner
     position: int
     card_id: str = Field(foreign_key="card.id", max_length=80)
