@@ -28,6 +28,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from app.enums import SubmissionStatus
+from graders.verdict import Verdict
+
 TOKEN_ENV = "KVPREP_TOKEN"
 # The server answers a long-poll after at most 30 s (app/routes/submissions.py MAX_WAIT_S).
 POLL_S = 30
@@ -158,7 +161,7 @@ def _submit(args: argparse.Namespace) -> int:
     submission_id = quote(str(queued["id"]), safe="")
     deadline = time.monotonic() + args.wait
     done = queued
-    while done.get("status") != "done":
+    while done.get("status") != SubmissionStatus.DONE:
         left = deadline - time.monotonic()
         if left <= 0:
             raise ClientError(
@@ -168,7 +171,7 @@ def _submit(args: argparse.Namespace) -> int:
         wait = max(1, min(POLL_S, int(left)))
         done = server.request("GET", f"/api/submissions/{submission_id}?wait={wait}")
     print(json.dumps(done) if args.json else format_verdict(done))
-    return 0 if done.get("verdict") == "passed" else 1
+    return 0 if done.get("verdict") == Verdict.PASSED else 1
 
 
 def _parser() -> argparse.ArgumentParser:

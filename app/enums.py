@@ -113,3 +113,13 @@ class SubmissionStatus(enum.StrEnum):
     QUEUED = "queued"
     RUNNING = "running"
     DONE = "done"
+
+
+# What a review of a card came from: a quiz question of that kind, a solved coding problem, or a
+# scored mock interview question.
+class ReviewSource(enum.StrEnum):
+    RECALL = "recall"
+    CHOICE = "choice"
+    NUMERIC = "numeric"
+    CHALLENGE = "challenge"
+    MOCK = "mock"

@@ -8,10 +8,24 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, date, datetime
+from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, Dialect, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
+
+from app.enums import (
+    Difficulty,
+    FitStatus,
+    LabRunStatus,
+    MockEndedBy,
+    QuestionKind,
+    QuizMode,
+    ReviewSource,
+    SubmissionStatus,
+)
+from graders.verdict import Verdict
 
 
 def utcnow() -> datetime:
@@ -21,6 +35,24 @@ def utcnow() -> datetime:
 # The cards' full-text index (migration 0011; app/services/card_search.py) is not a model: an
 # FTS5 virtual table with its shadow tables on SQLite, a tsvector table on PostgreSQL.
 UNMODELLED_TABLE = re.compile(r"^card_search(_(data|idx|content|docsize|config))?$")
+
+
+class EnumString(TypeDecorator[StrEnum]):
+    """A StrEnum column stored as its value in a VARCHAR(length): the schema is the plain string
+    column the migrations made (so none is needed), and a row read back holds the enum member."""
+
+    impl = String
+    cache_ok = True
+
+    def __init__(self, enum: type[StrEnum], length: int) -> None:
+        super().__init__(length)
+        self.enum = enum
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
+        return None if value is None else str(value)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> StrEnum | None:
+        return None if value is None else self.enum(value)
 
 
 def include_name(name: str | None, type_: str, parent_names: object) -> bool:
@@ -51,6 +83,7 @@ class Card(CardBase, table=True):
     search_text: str = Field(default="", sa_column=Column(Text, nullable=False))
     content_hash: str = Field(max_length=64)
     path: str = Field(max_length=300)
+    difficulty: Difficulty = Field(sa_type=EnumString(Difficulty, 10), index=True)
     # A card whose file was removed: hidden from lists, kept for everyone's history.
     retired: bool = Field(default=False, index=True)
     created_at: datetime = Field(default_factory=utcnow)
@@ -121,8 +154,10 @@ class Submission(SQLModel, table=True):
     user_id: int = Field(foreign_key="user.id", index=True)
     challenge: str = Field(index=True, max_length=80)
     code: str = Field(sa_column=Column(Text, nullable=False))
-    status: str = Field(default="queued", max_length=10)  # queued | running | done
-    verdict: str | None = Field(default=None, max_length=20)
+    status: SubmissionStatus = Field(
+        default=SubmissionStatus.QUEUED, sa_type=EnumString(SubmissionStatus, 10)
+    )
+    verdict: Verdict | None = Field(default=None, sa_type=EnumString(Verdict, 20))
     result: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     created_at: datetime = Field(default_factory=utcnow, index=True)
     finished_at: datetime | None = None
@@ -153,14 +188,15 @@ class CardProgress(SQLModel, table=True):
 
 
 # One quiz: how its cards were chosen, and when it was finished. (The table keeps the class's
-# first name, "quizsession", and QuizItem.session_id points at it: renaming them would only move data.)
+# first name, "quizsession", and QuizItem.quiz_id's column keeps "session_id": renaming them would
+# only move data.)
 class Quiz(SQLModel, table=True):
     __tablename__ = "quizsession"
     id: int | None = Field(default=None, primary_key=True)
     user_id: int = Field(foreign_key="user.id", index=True)
-    mode: str = Field(max_length=10)  # topics | due | weakest
+    mode: QuizMode = Field(sa_type=EnumString(QuizMode, 10))
     topics: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
-    difficulty: str | None = Field(default=None, max_length=10)
+    difficulty: Difficulty | None = Field(default=None, sa_type=EnumString(Difficulty, 10))
     kinds: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     size: int
     created_at: datetime = Field(default_factory=utcnow, index=True)
@@ -172,11 +208,14 @@ class QuizItem(SQLModel, table=True):
     __table_args__ = (UniqueConstraint("session_id", "position"),)
 
     id: int | None = Field(default=None, primary_key=True)
-    session_id: int = Field(foreign_key="quizsession.id", index=True)
+    # The quiz it belongs to; the column keeps its first name (see Quiz above).
+    quiz_id: int = Field(
+        sa_column=Column("session_id", Integer, ForeignKey("quizsession.id"), index=True, nullable=False)
+    )
     user_id: int = Field(foreign_key="user.id", index=True)  # the session's owner
     position: int
     card_id: str = Field(foreign_key="card.id", max_length=80)
-    kind: str = Field(max_length=10)  # recall | choice | numeric
+    kind: QuestionKind = Field(sa_type=EnumString(QuestionKind, 10))
     # What was asked, with the expected answer (never sent before the user answers).
     payload: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     # What the user answered: typed text, picked options, a number and its unit, ticked key points.
@@ -199,7 +238,7 @@ class Review(SQLModel, table=True):
     user_id: int = Field(foreign_key="user.id", index=True)
     card_id: str = Field(foreign_key="card.id", max_length=80)
     rating: int  # fsrs.Rating
-    source: str = Field(max_length=10)  # recall | choice | numeric | challenge
+    source: ReviewSource = Field(sa_type=EnumString(ReviewSource, 10))
     reviewed_at: datetime = Field(default_factory=utcnow, index=True)
     due_after: datetime
     quiz_item_id: int | None = Field(default=None, foreign_key="quizitem.id")
@@ -221,7 +260,7 @@ class MockInterview(SQLModel, table=True):
     deadline: datetime
     # When the clock stopped: the deadline, or earlier when every question was done or the user ended it.
     ended_at: datetime | None = None
-    ended_by: str | None = Field(default=None, max_length=10)  # deadline | completed | user
+    ended_by: MockEndedBy | None = Field(default=None, sa_type=EnumString(MockEndedBy, 10))
     scored_at: datetime | None = None
     # The read-only link's secret; None when the report is not shared (or the link was revoked).
     share_token: str | None = Field(default=None, unique=True, index=True, max_length=64)
@@ -270,7 +309,7 @@ class LabRun(SQLModel, table=True):
     user_id: int = Field(foreign_key="user.id", index=True)
     size: str = Field(max_length=10)  # full | tiny (see app/lab/runner.py SIZES)
     experiments: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
-    status: str = Field(default="queued", max_length=10)  # queued | running | done | failed
+    status: LabRunStatus = Field(default=LabRunStatus.QUEUED, sa_type=EnumString(LabRunStatus, 10))
     progress: float = 0.0  # 0..1
     message: str = Field(default="", max_length=300)
     result: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
@@ -287,7 +326,7 @@ class LabRun(SQLModel, table=True):
 class FsrsFit(SQLModel, table=True):
     id: str = Field(primary_key=True, max_length=32)
     user_id: int = Field(foreign_key="user.id", index=True)
-    status: str = Field(default="queued", max_length=10)  # queued | running | done | failed
+    status: FitStatus = Field(default=FitStatus.QUEUED, sa_type=EnumString(FitStatus, 10))
     reviews: int = 0  # the reviews the optimizer learns from (a day or more after the card's previous one)
     parameters: list[float] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     error: str | None = Field(default=None, max_length=500)

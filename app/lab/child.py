@@ -17,6 +17,7 @@ from typing import Any
 from sqlmodel import Session
 
 from app.db import make_engine
+from app.enums import LabRunStatus
 from app.lab.experiments import Plan
 from app.lab.runner import SIZES, LabTimeout, run_plan
 from app.models import LabRun, utcnow
@@ -51,11 +52,18 @@ def main(argv: list[str] | None = None) -> int:
     engine = make_engine(os.environ["DATABASE_URL"])
     with Session(engine) as session:
         run = session.get(LabRun, args.run_id)
-        if run is None or run.status in ("done", "failed"):
+        if run is None or run.status in (LabRunStatus.DONE, LabRunStatus.FAILED):
             return 0
         size, experiments = run.size, list(run.experiments)
 
-    _update(engine, args.run_id, status="running", progress=0.0, message="starting", started_at=utcnow())
+    _update(
+        engine,
+        args.run_id,
+        status=LabRunStatus.RUNNING,
+        progress=0.0,
+        message="starting",
+        started_at=utcnow(),
+    )
     signal.alarm(int(args.time_limit) + 30)  # the hard stop behind the runner's deadline
     config, plan = SIZES[size]
     plan = Plan(**{**plan.__dict__, "experiments": tuple(experiments)})
@@ -70,13 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = run_plan(config, plan, progress=progress, threads=args.threads, time_limit_s=args.time_limit)
     except LabTimeout as exc:
-        _update(engine, args.run_id, status="failed", error=str(exc), finished_at=utcnow())
+        _update(engine, args.run_id, status=LabRunStatus.FAILED, error=str(exc), finished_at=utcnow())
         return 1
     except Exception as exc:  # a failed run says why on its page, never a silent "running"
         _update(
             engine,
             args.run_id,
-            status="failed",
+            status=LabRunStatus.FAILED,
             error=describe(exc)[:500],
             finished_at=utcnow(),
         )
@@ -84,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     _update(
         engine,
         args.run_id,
-        status="done",
+        status=LabRunStatus.DONE,
         progress=1.0,
         message="done",
         result=result,

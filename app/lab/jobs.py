@@ -40,7 +40,7 @@ from app.services.held_lock import HeldLock
 
 log = logging.getLogger("kvprep.lab")
 TASK_NAME = "kvprep.lab_run"
-PENDING = ("queued", "running")
+PENDING = (LabRunStatus.QUEUED, LabRunStatus.RUNNING)
 # A run over the caps is told to come back in this many seconds (a tiny run takes about that).
 CAP_RETRY_S = 30
 # Beyond its own time limit (the child stops itself) the dispatcher kills a child after this.
@@ -109,7 +109,7 @@ def fail_run(engine: Engine, run_id: str, reason: str, *, only_status: tuple[str
         changed = session.execute(
             update(LabRun)
             .where(col(LabRun.id) == run_id, col(LabRun.status).in_(only_status))
-            .values(status="failed", error=reason[:500], finished_at=utcnow(), message="failed")
+            .values(status=LabRunStatus.FAILED, error=reason[:500], finished_at=utcnow(), message="failed")
         ).rowcount  # type: ignore[attr-defined]
         session.commit()
     return bool(changed)
@@ -235,7 +235,7 @@ class LabJobs:
                 if every_running
                 else "the lab job stopped reporting (its process died); start it again"
             )
-            if fail_run(self.engine, run_id, reason, only_status=("running",)):
+            if fail_run(self.engine, run_id, reason, only_status=(LabRunStatus.RUNNING,)):
                 log.warning("lab: run %s failed: %s", run_id, reason)
 
     def _claim_next(self) -> str | None:
@@ -253,7 +253,11 @@ class LabJobs:
                     update(LabRun)
                     .where(col(LabRun.id) == run_id, col(LabRun.status) == LabRunStatus.QUEUED)
                     .values(
-                        status="running", message="starting", progress=0.0, started_at=now, heartbeat_at=now
+                        status=LabRunStatus.RUNNING,
+                        message="starting",
+                        progress=0.0,
+                        started_at=now,
+                        heartbeat_at=now,
                     )
                 ).rowcount  # type: ignore[attr-defined]
                 session.commit()
@@ -313,5 +317,10 @@ class LabJobs:
         finally:
             stderr.close()
         # A child that exited cleanly but left its run unfinished fails it too.
-        fail_run(self.engine, run_id, "the lab's process ended without a result", only_status=("running",))
+        fail_run(
+            self.engine,
+            run_id,
+            "the lab's process ended without a result",
+            only_status=(LabRunStatus.RUNNING,),
+        )
         return True

@@ -16,6 +16,7 @@ from typing import Any
 from pwdlib import PasswordHash
 from pwdlib.hashers.argon2 import Argon2Hasher
 from sqlalchemy import Column, delete, update
+from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, SQLModel, col, select
 
@@ -220,6 +221,16 @@ def merge_users(*, session: Session, source: User, target: User) -> None:
     session.commit()
 
 
+def _column_names(table: type[SQLModel]) -> dict[str, str]:
+    """The column's name of each attribute named otherwise (QuizItem.quiz_id is column session_id):
+    the export names a row's fields as its table does."""
+    return {
+        prop.key: prop.columns[0].name
+        for prop in sa_inspect(table).column_attrs
+        if prop.key != prop.columns[0].name
+    }
+
+
 def export_user(*, session: Session, user: User) -> dict[str, Any]:
     """Everything stored about this user, as JSON-ready data (no password hash)."""
     assert user.id is not None
@@ -227,7 +238,11 @@ def export_user(*, session: Session, user: User) -> dict[str, Any]:
     for table in reversed(USER_TABLES):  # parents first reads better
         rows = session.exec(select(table).where(_user_id_column(table) == user.id)).all()
         hidden = EXPORT_HIDDEN.get(table, set())
-        tables[str(table.__tablename__)] = [row.model_dump(mode="json", exclude=hidden) for row in rows]
+        named = _column_names(table)
+        tables[str(table.__tablename__)] = [
+            {named.get(key, key): value for key, value in row.model_dump(mode="json", exclude=hidden).items()}
+            for row in rows
+        ]
     profile = user.model_dump(mode="json", exclude={"password_hash", "guest_token"})
     return {
         "format": "kvprep-export",

@@ -222,7 +222,7 @@ class GradingQueue:
             user_id=user_id,
             challenge=challenge,
             code=code,
-            status="queued",
+            status=SubmissionStatus.QUEUED,
             lease_expires_at=queued_lease(self.settings.grading_queue_lease_s),
         )
         session.add(submission)

@@ -36,6 +36,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_e
 
 from app.enums import SubmissionStatus
 from app.models import Submission, utcnow
+from graders.verdict import Verdict
 
 log = logging.getLogger("kvprep.grading")
 T = TypeVar("T")
@@ -82,7 +83,7 @@ def claim(engine: Engine, submission_id: str, lease_s: float) -> str | None:
             update(Submission)
             .where(col(Submission.id) == submission_id, col(Submission.status) == SubmissionStatus.QUEUED)
             .values(
-                status="running",
+                status=SubmissionStatus.RUNNING,
                 lease_owner=token,
                 lease_expires_at=utcnow() + timedelta(seconds=lease_s),
                 attempts=col(Submission.attempts) + 1,
@@ -106,7 +107,7 @@ def record_verdict(session: Session, submission_id: str, token: str, result: dic
             col(Submission.lease_owner) == token,
         )
         .values(
-            status="done",
+            status=SubmissionStatus.DONE,
             verdict=result["verdict"],
             result=result,
             finished_at=utcnow(),
@@ -168,8 +169,8 @@ def reap(
                 }
                 taken = session.execute(
                     same.values(
-                        status="done",
-                        verdict="error",
+                        status=SubmissionStatus.DONE,
+                        verdict=Verdict.ERROR,
                         result=result,
                         finished_at=now,
                         lease_owner=None,
@@ -181,7 +182,7 @@ def reap(
             else:
                 expires = queued_lease(queue_lease_s)
                 taken = session.execute(
-                    same.values(status="queued", lease_owner=None, lease_expires_at=expires)
+                    same.values(status=SubmissionStatus.QUEUED, lease_owner=None, lease_expires_at=expires)
                 )
                 if taken.rowcount == 1:  # type: ignore[attr-defined]
                     requeue.append(submission_id)

@@ -27,7 +27,7 @@ from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from app.config import Settings
-from app.enums import QuestionKind, QuizItemState, QuizMode
+from app.enums import Difficulty, QuestionKind, QuizItemState, QuizMode
 from app.models import Card, CardProgress, Quiz, QuizItem, User, utcnow
 from app.services import choice_options, key_point_suggestions, questions, quiz_learning, scheduling
 from app.services.card_content import content
@@ -139,16 +139,16 @@ def start_quiz(
             if problem is not None:
                 planned.append((card, kind, problem))
                 continue
-            kind = next((k for k in kinds if k != "numeric"), "")
+            kind = next((k for k in kinds if k != QuestionKind.NUMERIC), "")
             if not kind:
                 continue  # only numeric asked, and this card has no new problem left
         payload = questions.build(card=card, kind=kind, rng=rng, topic_cards=by_topic.get(card.topic, []))
         planned.append((card, kind, payload))
     quiz = Quiz(
         user_id=user.id,
-        mode=spec.mode,
+        mode=QuizMode(spec.mode),
         topics=list(spec.topics),
-        difficulty=spec.difficulty,
+        difficulty=None if spec.difficulty is None else Difficulty(spec.difficulty),
         kinds=list(kinds),
         size=len(planned),
         created_at=now,
@@ -159,11 +159,11 @@ def start_quiz(
     for position, (card, kind, payload) in enumerate(planned):
         session.add(
             QuizItem(
-                session_id=quiz.id,
+                quiz_id=quiz.id,
                 user_id=user.id,
                 position=position,
                 card_id=card.id,
-                kind=kind,
+                kind=QuestionKind(kind),
                 payload=payload,
             )
         )
@@ -184,14 +184,14 @@ def get_quiz(*, session: Session, user_id: int, quiz_id: int) -> Quiz | None:
 def quiz_items(*, session: Session, quiz: Quiz) -> list[QuizItem]:
     return list(
         session.exec(
-            select(QuizItem).where(QuizItem.session_id == quiz.id).order_by(col(QuizItem.position))
+            select(QuizItem).where(QuizItem.quiz_id == quiz.id).order_by(col(QuizItem.position))
         ).all()
     )
 
 
 def get_item(*, session: Session, quiz: Quiz, position: int) -> QuizItem | None:
     return session.exec(
-        select(QuizItem).where(QuizItem.session_id == quiz.id, QuizItem.position == position)
+        select(QuizItem).where(QuizItem.quiz_id == quiz.id, QuizItem.position == position)
     ).first()
 
 
@@ -223,9 +223,9 @@ def repeats_by_quiz(*, session: Session, quiz_ids: Sequence[int | None]) -> dict
     if not ids:
         return {}
     rows = session.exec(
-        select(QuizItem.session_id, func.count())
-        .where(col(QuizItem.session_id).in_(ids), col(QuizItem.repeat_of).is_not(None))
-        .group_by(col(QuizItem.session_id))
+        select(QuizItem.quiz_id, func.count())
+        .where(col(QuizItem.quiz_id).in_(ids), col(QuizItem.repeat_of).is_not(None))
+        .group_by(col(QuizItem.quiz_id))
     ).all()
     return {quiz_id: int(n) for quiz_id, n in rows}
 
@@ -251,7 +251,7 @@ def _rate(
     item.due_after = progress.due
     session.add(item)
     quiz_learning.queue_repeat(session=session, item=item, rating=rating)  # Again: asked again at the end
-    quiz = session.get(Quiz, item.session_id)
+    quiz = session.get(Quiz, item.quiz_id)
     if quiz is not None and quiz.finished_at is None:
         session.flush()
         if current_position(quiz_items(session=session, quiz=quiz)) is None:

@@ -41,7 +41,7 @@ CHOICE_REDRAWS = 8
 def _items(session: Session, quiz_id: int | None) -> list[QuizItem]:
     return list(
         session.exec(
-            select(QuizItem).where(QuizItem.session_id == quiz_id).order_by(col(QuizItem.position))
+            select(QuizItem).where(QuizItem.quiz_id == quiz_id).order_by(col(QuizItem.position))
         ).all()
     )
 
@@ -67,7 +67,7 @@ def _fresh_question(
     if card is None:
         return None
     # Seeded by the item, so the same miss always queues the same question (tests, retries).
-    rng = random.Random(f"repeat:{item.session_id}:{item.id}")
+    rng = random.Random(f"repeat:{item.quiz_id}:{item.id}")
     if item.kind == QuestionKind.NUMERIC:
         asked = {str(i.payload.get("prompt")) for i in items if i.kind == QuestionKind.NUMERIC}
         problem = questions.build_numeric(card, rng, asked)
@@ -91,7 +91,7 @@ def queue_repeat(*, session: Session, item: QuizItem, rating: Rating) -> QuizIte
     numeric question asked afresh). Flushes, never commits."""
     if rating != Rating.Again:
         return None
-    quiz = session.get(Quiz, item.session_id)
+    quiz = session.get(Quiz, item.quiz_id)
     if quiz is None:
         return None
     items = _items(session, quiz.id)
@@ -102,11 +102,11 @@ def queue_repeat(*, session: Session, item: QuizItem, rating: Rating) -> QuizIte
         return None
     kind, payload = question
     repeat = QuizItem(
-        session_id=item.session_id,
+        quiz_id=item.quiz_id,
         user_id=item.user_id,
         position=len(items),
         card_id=item.card_id,
-        kind=kind,
+        kind=QuestionKind(kind),
         payload=payload,
         repeat_of=item.id,
     )

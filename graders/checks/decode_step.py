@@ -12,7 +12,8 @@ tensor I stored?" tells a submission nothing), and about one call in three, in e
 test, at a random step and position, what it writes has one position changed; the
 output is then compared with the reference over exactly what was handed. A submission
 that reads the cache only when a call looks like a probe (a known row changed, a dict it
-did not fill) cannot tell which calls are probes without reading the cache.
+did not fill) cannot tell which calls are probes without reading the cache. The mistakes it names,
+and what each returns, are decode_step_mistakes.py.
 """
 
 from __future__ import annotations
@@ -26,16 +27,9 @@ import torch
 
 from graders.checks import decode_step_cost
 from graders.checks.attention_common import (
-    NO_SCALE,
-    NOT_FINITE,
-    SCALE_D,
-    SCALE_HD,
-    SCALE_MISTAKES,
-    SCALE_SQRT_D,
     Comparison,
     Evidence,
     Variant,
-    attention_variant,
     compare,
     decode_tensor,
     expect_match,
@@ -43,17 +37,23 @@ from graders.checks.attention_common import (
     make_generator,
     randn,
     random_attention_weights,
-    scale_factor,
     submission_context,
+)
+from graders.checks.decode_step_mistakes import (
+    GLOBAL_STATE,
+    KNOWN_MISTAKES,
+    cache_variants,
+    step_variants,
 )
 from graders.checks.report import CheckReport, Mismatch, close, run_test
 from graders.checks.serving_common import figure_test
-from graders.reference.attention import causal_self_attention, merge_heads, project_qkv
+from graders.reference.attention import causal_self_attention
 from graders.reference.decode import prefill_cache
 from graders.reference.decode import step as reference_step
 from graders.sandbox.protocol import Handle, Pending, SubmissionError, SubmissionLink
 
 SLUG = "decode-step"
+__all__ = ["ENTRY_POINT", "KNOWN_MISTAKES", "SEQUENCES", "SLUG", "cache_variants", "run", "step_variants"]
 ENTRY_POINT = "step"
 
 # (B, steps, d, n_heads); no d == hd**2, where sqrt(d) and hd are the same number
@@ -64,78 +64,9 @@ GRADER_BUILT = (3, 5, 48, 3)  # B, cached tokens, d, n_heads
 CORRUPTED = (2, 4, 32, 4)  # B, tokens stepped before the corruption, d, n_heads
 CHANGE_RATE = 1 / 3  # the share of calls, in every test, whose cache has one position changed
 
-NOT_APPENDED = (
-    "the new key and value are appended after the scores are taken: append them first, "
-    "so the new token also attends to itself"
-)
-NO_CACHE_READ = "the step attends only to the new token: it must read the past keys and values from the cache"
-MASK_NOT_OFFSET = (
-    "the mask is not offset by the cache length, so the new token sees only token 0: "
-    "a decode step's one query is the newest position and may see every cached key (it needs no mask)"
-)
-HIDES_ALL = (
-    "the mask hides every key: a decode step's one query is the newest position and may see "
-    "every cached key, so it needs no mask"
-)
-CACHE_BTHD = (
-    "the cache is stored as (B, t, n_heads, hd): keep cache['k'] and cache['v'] as (B, n_heads, t, hd), "
-    "concatenated on dim=2"
-)
-CACHE_K_TRANSPOSED = (
-    "cache['k'] is stored transposed, as (B, n_heads, hd, t): store (B, n_heads, t, hd) "
-    "and transpose when taking the scores"
-)
-CACHE_MERGED = "the cache holds (B, t, d) projections: split the heads and store (B, n_heads, t, hd)"
-CACHE_OVERWRITTEN = (
-    "the cache keeps only the newest token: concatenate the new key and value onto it (dim=2) "
-    "instead of replacing it"
-)
-CACHE_SWAPPED = "cache['k'] and cache['v'] are swapped"
-GLOBAL_STATE = (
-    "the step ignored a change to the cached keys and values: read the past only from cache['k'] "
-    "and cache['v'], not from anything kept between calls"
-)
-
-# Every sentence the diagnosis can name (graders/mistakes.py gives each its constant's name as id).
-KNOWN_MISTAKES = (
-    NOT_APPENDED, NO_CACHE_READ, MASK_NOT_OFFSET, HIDES_ALL, CACHE_BTHD, CACHE_K_TRANSPOSED, CACHE_MERGED,
-    CACHE_OVERWRITTEN, CACHE_SWAPPED, GLOBAL_STATE, SCALE_SQRT_D, SCALE_D, SCALE_HD, NO_SCALE, NOT_FINITE,
-)  # fmt: skip
-
 
 class _IgnoredChange(Mismatch):
     """The output did not move when the grader changed the cached past: it came from elsewhere."""
-
-
-def step_variants(
-    x_new: torch.Tensor,
-    past_k: torch.Tensor,
-    past_v: torch.Tensor,
-    w_qkv: torch.Tensor,
-    w_o: torch.Tensor,
-    n_heads: int,
-) -> list[Variant]:
-    """What a step with one classic mistake returns, given the true past (B, n_heads, t-1, hd)."""
-    d = x_new.shape[-1]
-    q, k, v = project_qkv(x_new, w_qkv, n_heads)  # each (B, n_heads, 1, hd)
-    hd = q.shape[-1]
-    k_all, v_all = torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2)  # (B, n_heads, t, hd)
-    right = scale_factor("sqrt_hd", d, hd)
-
-    def out(y: torch.Tensor) -> torch.Tensor:
-        return merge_heads(y) @ w_o  # (B, 1, d)
-
-    variants: list[Variant] = [((NO_CACHE_READ,), out(attention_variant(q, k, v, scale=right)))]
-    if past_k.shape[2] > 0:
-        variants.append(((NOT_APPENDED,), out(attention_variant(q, past_k, past_v, scale=right))))
-        variants.append(
-            ((MASK_NOT_OFFSET,), out(attention_variant(q, k_all, v_all, scale=right, mask="top_left")))
-        )
-        variants.append(((HIDES_ALL,), out(attention_variant(q, k_all, v_all, scale=right, mask="hide_all"))))
-    for kind, sentence in SCALE_MISTAKES.items():
-        wrong = scale_factor(kind, d, hd)
-        variants.append(((sentence,), out(attention_variant(q, k_all, v_all, scale=wrong))))
-    return variants
 
 
 def _cache_tensor(cache: Any, key: str, after: str) -> torch.Tensor:
@@ -148,21 +79,6 @@ def _cache_tensor(cache: Any, key: str, after: str) -> torch.Tensor:
     if isinstance(cache[key], np.ndarray):  # the grader writes tensors in; the next step cats onto them
         raise Mismatch(f"{after}, cache[{key!r}] is a NumPy array: keep the cache as torch tensors")
     return decode_tensor(cache[key], f"{after}, cache[{key!r}]")
-
-
-def cache_variants(key: str, want: torch.Tensor, other: torch.Tensor) -> list[Variant]:
-    """Wrong layouts of cache[key], given the right (B, n_heads, t, hd) and the other entry's."""
-    B, H, t, hd = want.shape
-    variants: list[Variant] = [
-        ((CACHE_BTHD,), want.transpose(1, 2)),
-        ((CACHE_MERGED,), want.transpose(1, 2).reshape(B, t, H * hd)),
-        ((CACHE_SWAPPED,), other),
-    ]
-    if key == "k":
-        variants.append(((CACHE_K_TRANSPOSED,), want.transpose(-2, -1)))
-    if t > 1:
-        variants.append(((CACHE_OVERWRITTEN,), want[:, :, -1:]))
-    return variants
 
 
 def expect_cache(report: CheckReport, cache: Any, want: dict[str, torch.Tensor], after: str) -> None:

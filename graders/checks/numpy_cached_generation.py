@@ -13,17 +13,34 @@ and cache['v'] itself (fresh arrays every time), and about one call in three, in
 test, at a random row, what it writes has that row changed; the logits are then compared
 with the reference over exactly that cache. A submission that reads the cache only when a
 call looks like a probe cannot tell which calls are probes without reading the cache.
+The mistakes it names, and what each produces, are numpy_cached_generation_mistakes.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 import numpy as np
 import torch
 
+from graders.checks.numpy_cached_generation_mistakes import (
+    ALL_ROWS,
+    CACHE_EMBEDDINGS,
+    CACHE_QUERIES,
+    CACHE_SWAPPED,
+    HIDDEN_STATE,
+    IGNORES_CACHE,
+    KNOWN_MISTAKES,
+    LAST_TOKEN_TWICE,
+    NO_PROMPT,
+    NOT_APPENDED,
+    NOT_NUMPY,
+    decode_variants,
+    generate_last_token_twice,
+    prefill_variants,
+)
 from graders.checks.report import CheckReport, Mismatch, close, explain_difference, run_test
 from graders.reference.numpy_generation import (
     Params,
@@ -31,58 +48,16 @@ from graders.reference.numpy_generation import (
     generate_cached,
     greedy_margin,
     prefill,
-    softmax,
 )
 from graders.sandbox.protocol import Handle, SubmissionError, SubmissionLink
 from graders.wording import plural
 
 SLUG = "numpy-cached-generation"
 ENTRY_POINT = "generate_cached"
+__all__ = ["ENTRY_POINT", "HIDDEN_STATE", "IGNORES_CACHE", "KNOWN_MISTAKES", "SLUG", "run"]
 
-# Known mistakes, as they appear in report.diagnosis.
-NOT_SCALED = "scores are not scaled by sqrt(d)"
-SCALED_BY_D = "scores are divided by d instead of sqrt(d)"
-SOFTMAX_AXIS = "softmax taken over the queries (axis 0) instead of the keys"
-FIRST_ROW = "prefill returns the first position's logits, not the last"
-ALL_ROWS = "prefill returns the logits of every position, not just the last"
-CACHE_QUERIES = "the cache stores the queries, not the keys"
-CACHE_SWAPPED = "cache['k'] and cache['v'] are swapped"
-CACHE_EMBEDDINGS = "the cache stores the token embeddings, not their key and value projections"
-NEW_KEY_LATE = "the new key is not appended before the scores (the newest position is left out)"
-MASK_IN_DECODE = (
-    "a causal mask applied in decode hides the newest key (the new query may see every cached key)"
-)
-IGNORES_CACHE = (
-    "decode_step ignores the cache (recomputes the past instead of reading cache['k'] and cache['v'])"
-)
-NOT_APPENDED = "decode_step does not append the new key and value to cache['k'] and cache['v']"
-HIDDEN_STATE = "decode_step keeps state outside the cache (a global or a closure)"
-NO_PROMPT = "generate_cached returns only the new tokens, not the prompt followed by them"
-NOT_NUMPY = "returned a torch tensor: this challenge is NumPy only"
-LAST_TOKEN_TWICE = (
-    "generate_cached runs the last prompt token through decode_step again after prefill: prefill already "
-    "cached it and returned its logits, so the cache holds it twice and every later step attends to it twice"
-)
 FRESH_CHANGED_CACHES = 4  # fresh caches the read-the-cache test hands a changed past
 CHANGE_RATE = 1 / 3  # the share of decode_step calls, in every test, whose cache has a row changed
-KNOWN_MISTAKES = (
-    NOT_SCALED,
-    SCALED_BY_D,
-    SOFTMAX_AXIS,
-    FIRST_ROW,
-    ALL_ROWS,
-    CACHE_QUERIES,
-    CACHE_SWAPPED,
-    CACHE_EMBEDDINGS,
-    NEW_KEY_LATE,
-    MASK_IN_DECODE,
-    IGNORES_CACHE,
-    NOT_APPENDED,
-    HIDDEN_STATE,
-    NO_PROMPT,
-    NOT_NUMPY,
-    LAST_TOKEN_TWICE,
-)
 
 
 def _params(rng: np.random.Generator, vocab: int, d: int) -> dict[str, np.ndarray]:
@@ -95,48 +70,6 @@ def _params(rng: np.random.Generator, vocab: int, d: int) -> dict[str, np.ndarra
         "W_v": rng.normal(size=(d, d)) * w,
         "W_o": rng.normal(size=(d, d)) * w,
         "W_lm": rng.normal(size=(d, vocab)) * w,
-    }
-
-
-def _head(params: Params, ctx: np.ndarray) -> np.ndarray:
-    return (ctx @ params["W_o"]) @ params["W_lm"]
-
-
-def _prefill_variants(params: Params, tokens: Sequence[int]) -> dict[str, np.ndarray]:
-    """Last-position logits (or all of them) that the usual prefill mistakes produce."""
-    d = params["W_q"].shape[0]
-    x = params["E"][list(tokens)]  # (T, d)
-    T = x.shape[0]
-    q, k, v = x @ params["W_q"], x @ params["W_k"], x @ params["W_v"]  # (T, d)
-    future = np.triu(np.ones((T, T), dtype=bool), k=1)
-
-    def logits(scale: float, axis: int = -1) -> np.ndarray:
-        scores = np.where(future, -np.inf, q @ k.T / scale)  # (T, T)
-        return _head(params, softmax(scores, axis=axis) @ v)  # (T, V)
-
-    return {
-        NOT_SCALED: logits(1.0)[-1],
-        SCALED_BY_D: logits(float(d))[-1],
-        SOFTMAX_AXIS: logits(float(np.sqrt(d)), axis=0)[-1],
-        FIRST_ROW: logits(float(np.sqrt(d)))[0],
-        ALL_ROWS: logits(float(np.sqrt(d))),
-    }
-
-
-def _decode_variants(
-    params: Params, token: int, k_past: np.ndarray, v_past: np.ndarray
-) -> dict[str, np.ndarray]:
-    """Logits of the usual decode_step mistakes, given the cache before the step."""
-    d = params["W_q"].shape[0]
-    x = params["E"][token]  # (d,)
-    q, k, v = x @ params["W_q"], x @ params["W_k"], x @ params["W_v"]  # (d,)
-    keys, values = np.vstack([k_past, k]), np.vstack([v_past, v])  # (t, d)
-    return {
-        NOT_SCALED: _head(params, softmax(keys @ q) @ values),
-        SCALED_BY_D: _head(params, softmax(keys @ q / d) @ values),
-        NEW_KEY_LATE: _head(params, softmax(k_past @ q / np.sqrt(d)) @ v_past),
-        MASK_IN_DECODE: _head(params, values[0]),  # a (1, t) causal mask leaves only key 0 visible
-        IGNORES_CACHE: _head(params, v),  # attends over the new token alone
     }
 
 
@@ -275,7 +208,7 @@ class _Battery:
                     CACHE_SWAPPED: want_cache[other],
                 },
             )
-        variants = _prefill_variants(self.params, tokens)
+        variants = prefill_variants(self.params, tokens)
         if isinstance(logits, np.ndarray) and logits.shape == (t, self.vocab) and t > 1:
             if _matching(logits, {ALL_ROWS: variants[ALL_ROWS]}):
                 self.report.diagnose(ALL_ROWS)
@@ -305,7 +238,7 @@ class _Battery:
         self.session.setitem(cache, "k", handed["k"])
         self.session.setitem(cache, "v", handed["v"])
         token = self.tokens(1)[0]
-        variants = _decode_variants(self.params, token, handed["k"], handed["v"])
+        variants = decode_variants(self.params, token, handed["k"], handed["v"])
         after = dict(handed)
         want = decode_step(self.params, token, after)  # after: handed plus the new row
         unchanged = decode_step(self.params, token, past)  # appends the true new row to past
@@ -413,18 +346,6 @@ class _Battery:
                 f"token {first} ({where}) is {got[first]}, expected {want[first]}; expected {want}, got {got}"
                 + hint
             )
-
-
-def generate_last_token_twice(params: Params, prompt: list[int], n_new: int) -> list[int]:
-    """The known mistake: after prefill, the last prompt token goes through decode_step once more."""
-    tokens = [int(t) for t in prompt]
-    cache, _ = prefill(params, tokens)
-    logits = decode_step(params, tokens[-1], cache)
-    for _ in range(n_new):
-        nxt = int(np.argmax(logits))
-        tokens.append(nxt)
-        logits = decode_step(params, nxt, cache)
-    return tokens
 
 
 def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:

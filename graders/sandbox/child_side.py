@@ -1,6 +1,6 @@
 """The child's side of the fork server: what a freshly forked child does before any submission runs.
 
-`child_main` runs in the child right after the fork (graders/sandbox/forkserver/server.py forks it):
+`child_main` runs in the child right after the fork (graders/sandbox/forkserver/forking.py forks it):
 it closes every descriptor but its socket and output file, enters every isolation layer the
 plan has on (graders/sandbox/isolation.py; the first failure ends it: a child never runs with
 less isolation than the start-up log announced), and then, as the probe, reports which layers

@@ -8,20 +8,20 @@ one round trip. Nothing the child sends is trusted: a broken frame, an early exi
 operation or the wall clock ends the session with LimitExceeded; the exit report the fork
 server sends for the child explains how it ended. While it waits for a reply, the link answers
 the child's callbacks to the grader's objects it was handed (`Remote`, graders/sandbox/remote.py),
-running them here, where the submission cannot reach them.
+running them here, where the submission cannot reach them. How a reply is read, and a child's
+end explained, is graders/sandbox/child_replies.py.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import socket
 import time
 from typing import Any
 
 from graders.limits import Limits
 from graders.sandbox import outside, wire
+from graders.sandbox.child_replies import ReplyReader, SandboxError
 from graders.sandbox.protocol import (
     Handle,
     Keep,
@@ -35,8 +35,7 @@ from graders.sandbox.protocol import (
 )
 from graders.sandbox.remote import RemoteCallError, RemoteTable
 
-EXIT_WAIT_S = 5.0
-EXIT_SETUP_FAILED, EXIT_NO_MEMORY = 70, 71  # graders/sandbox/child_side.py, runtime.py
+__all__ = ["SandboxError", "SandboxLink"]
 MAX_PENDING, MAX_PENDING_BYTES = 64, 64 << 20  # requests held back before they go out on their own
 
 
@@ -53,11 +52,7 @@ def _call_header(
     }
 
 
-class SandboxError(Exception):
-    """The sandbox itself failed (could not start, could not fork): not the submission's fault."""
-
-
-class SandboxLink:
+class SandboxLink(ReplyReader):
     """One submission's process, seen from the grader. Implements the SubmissionLink protocol."""
 
     def __init__(
@@ -291,13 +286,6 @@ class SandboxLink:
         """The encoder a request's values go into: the pending setitems' one, so all share a payload."""
         return self._pending_encoder or wire.Encoder(remote=self.remotes.register)
 
-    def _remote(self, rid: int, methods: tuple[str, ...]) -> Any:
-        """A grader's object the child named; an id it was never given is an unreadable reply."""
-        try:
-            return self.remotes.resolve(rid)
-        except RemoteCallError as exc:
-            raise wire.WireError(exc.message) from None
-
     def _answer_callback(self, call: Any, payload: bytearray) -> None:
         """Run one callback of the child's on the grader's object and send its answer back."""
         if type(call) is not dict:
@@ -374,115 +362,3 @@ class SandboxLink:
         if waiting is not None:
             return self._interpret_batch(answer, payload, waiting)
         return self._interpret(answer, payload)
-
-    def _interpret_batch(self, reply: Any, payload: bytearray, waiting: list[Pending | None]) -> Any:
-        """A batch's answer: every request's, or those before the one that failed and its failure."""
-        failed = type(reply) is dict and "ok" not in reply and "done" in reply
-        answers = self._interpret({"ok": reply.pop("done")} if failed else reply, payload)
-        if type(answers) is not list or not (
-            len(answers) < len(waiting) if failed else len(answers) == len(waiting)
-        ):
-            self._stop()
-            raise self._fail("error", "your code's process answered a batch with something else")
-        for pending, answer in zip(waiting, answers, strict=False):
-            if pending is not None:
-                pending.resolve(answer)
-        if not failed:
-            return answers[-1]
-        return self._interpret(reply, payload)  # raises what stopped the batch (_request passes it on)
-
-    def _interpret(self, reply: Any, payload: bytearray) -> Any:
-        if type(reply) is not dict or len(reply) > 2:
-            self._stop()
-            raise self._fail("error", "your code's process sent back something unreadable")
-        if "ok" in reply:
-            try:
-                return wire.decode(reply["ok"], payload, remote=self._remote)
-            except wire.WireError as exc:
-                self._stop()
-                raise self._fail(
-                    "error", f"your code's process sent back something unreadable: {exc}"
-                ) from None
-        if "raised" in reply and isinstance(reply["raised"], list) and len(reply["raised"]) == 2:
-            type_name, message = (str(x) for x in reply["raised"])
-            raise SubmissionError(type_name[:200], message[:2000])
-        if "load_error" in reply:
-            raise LoadError(str(reply["load_error"])[:2000])
-        if "type_error" in reply:
-            raise TypeError(str(reply["type_error"])[:500])
-        if "key_error" in reply:
-            raise KeyError(str(reply["key_error"])[:500])
-        if "setup_error" in reply:
-            self._stop()
-            raise SandboxError(f"the sandbox could not isolate the submission: {reply['setup_error']}")
-        self._stop()
-        if reply.get("limit") == "memory_limit":
-            gib = self.limits.memory_bytes / 2**30
-            message = (
-                f"your code ran out of memory (the limit is {gib:g} GiB): {str(reply.get('message'))[:300]}"
-            )
-            raise self._fail("memory_limit", message)
-        if "blocked" in reply:
-            raise self._fail(
-                "error",
-                f"the sandbox blocked {str(reply['blocked'])[:200]}: submissions may not start processes, "
-                "use the network, or touch files outside their temporary folder",
-            )
-        if "exit" in reply:
-            raise self._fail("error", f"your code called sys.exit({str(reply['exit'])[:100]}) during a test")
-        raise self._fail("error", "your code's process sent back something unreadable")
-
-    def _fail(self, verdict: str, message: str) -> LimitExceeded:
-        self._failure = LimitExceeded(verdict, message)
-        return self._failure
-
-    def _stop(self, *, wait_for_exit: bool = True) -> dict[str, Any]:
-        """Kill the child (if it still runs) and wait for the server's exit report.
-
-        wait_for_exit=False (a session closed after its verdict) also takes the server's word that
-        the SIGKILL is sent and the child could start nothing (seccomp on): nothing of it runs
-        any more, and the server reaps it a few milliseconds later.
-        """
-        if self._exit is not None:
-            return self._exit
-        event: dict[str, Any] = {}
-        wanted = ("exit",) if wait_for_exit else ("exit", "killed")
-        try:
-            self.conn.settimeout(EXIT_WAIT_S)
-            self.conn.send(b'{"op": "kill"}')
-            while True:
-                data = self.conn.recv(1 << 16)
-                if not data:
-                    break
-                message = json.loads(data)
-                if isinstance(message, dict) and message.get("event") in wanted:
-                    event = message
-                    break
-        except (OSError, ValueError):
-            pass
-        self._exit = event
-        return event
-
-    def _explain_exit(self, event: dict[str, Any]) -> tuple[str, str]:
-        if not event:  # no exit report: the fork server itself is gone
-            raise SandboxError("the fork server stopped answering")
-        sig, code, cpu = event.get("signal"), event.get("code"), event.get("cpu") or 0.0
-        if event.get("killed") == "deadline":
-            return "timeout", f"your code did not finish within the {self.limits.wall_seconds:g} s time limit"
-        if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu >= self.limits.cpu_seconds - 0.05):
-            return "timeout", f"your code used more than {self.limits.cpu_seconds} s of CPU time"
-        if sig == signal.SIGSYS:
-            return "error", "the sandbox stopped your code for a forbidden system call"
-        if code == EXIT_NO_MEMORY:
-            return "memory_limit", "your code ran out of memory"
-        if code == EXIT_SETUP_FAILED:
-            return "error", "the sandbox could not start your code"
-        if sig is not None:
-            name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-            hint = (
-                " (often a sign of running out of memory)" if sig in (signal.SIGSEGV, signal.SIGABRT) else ""
-            )
-            return "error", f"your code's process was killed by {name}{hint}"
-        if code is None:
-            return "error", "your code's process stopped answering"
-        return "error", f"your code's process exited (status {code}) in the middle of a test: os._exit()?"

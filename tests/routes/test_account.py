@@ -60,6 +60,9 @@ def test_export_is_all_of_my_data_and_none_of_anyone_elses(client: TestClient) -
     rows = count_rows(client, me["id"])
     assert len(tables["review"]) == rows["review"] == 5 and len(tables["quizsession"]) == 1
     assert len(tables["quizitem"]) == rows["quizitem"] >= 5
+    # A row's fields are named as its table's columns: a question points at its quiz by session_id.
+    quiz_id = tables["quizsession"][0]["id"]
+    assert all(r["session_id"] == quiz_id and "quiz_id" not in r for r in tables["quizitem"])
     assert len(tables["submission"]) == 1 and tables["submission"][0]["code"] == "x = 1"
     assert len(tables["cardprogress"]) == 5
     for rows in tables.values():

@@ -26,7 +26,7 @@ def settings(db_url: str) -> Settings:
 def payloads(client: TestClient, quiz_id: int) -> dict[int, QuizItem]:
     """The frozen questions with their answers, read straight from the database."""
     with Session(client.app.state.engine) as session:  # type: ignore[attr-defined]
-        items = session.exec(select(QuizItem).where(QuizItem.session_id == quiz_id)).all()
+        items = session.exec(select(QuizItem).where(QuizItem.quiz_id == quiz_id)).all()
         return {i.position: i for i in items}
 
 

@@ -217,7 +217,7 @@ def test_a_question_hides_its_answer_until_answered(db: Session, settings: Setti
     user = make_user(db, email="a@example.com")
     spec = quizzes.QuizSpec(topics=("kv-memory",), size=3, seed=3)
     quiz = quizzes.start_quiz(session=db, user=user, spec=spec, settings=settings, now=NOW)
-    for item in db.exec(select(QuizItem).where(QuizItem.session_id == quiz.id)).all():
+    for item in db.exec(select(QuizItem).where(QuizItem.quiz_id == quiz.id)).all():
         view = quiz_item_view(item, db.get(Card, item.card_id)).model_dump(exclude_unset=True)
         text = repr(view)
         assert "key_points" not in view and "solution" not in view and "'correct'" not in text

@@ -21,6 +21,7 @@ from fsrs.scheduler import DEFAULT_PARAMETERS, FUZZ_RANGES
 from sqlmodel import Session, col, select
 
 from app.config import Settings
+from app.enums import ReviewSource
 from app.models import CardProgress, Review, User, utcnow
 from graders.wording import plural
 
@@ -230,7 +231,7 @@ def review_cards(
                 user_id=user.id,
                 card_id=card_id,
                 rating=int(rating),
-                source=source,
+                source=ReviewSource(source),
                 reviewed_at=now,
                 due_after=card.due,
                 quiz_item_id=quiz_item_id,

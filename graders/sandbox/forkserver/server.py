@@ -4,53 +4,30 @@
 graders/sandbox/forkserver/__main__.py's docstring), keeps spares forked and isolated ahead of the
 requests that take them, enforces its own backstop on every child's wall clock, and reaps
 every child (and, without a PID namespace, whatever they re-parented to it). What a child
-does once forked is graders/sandbox/child_side.py.
+does once forked is graders/sandbox/child_side.py; the fork itself is forking.py.
 """
 
 from __future__ import annotations
 
-import errno
 import json
-import math
 import os
 import select
 import selectors
-import shutil
 import signal
 import socket
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from graders.limits import Limits
-from graders.sandbox import isolation as iso
-from graders.sandbox.child_side import ChildSpec, child_main
+from graders.sandbox.forkserver.forking import KILL_GRACE_S, Child, Forker
 from graders.sandbox.isolation import Plan
 
 DEFAULT_LIMITS = Limits().to_dict()
-EXIT_SETUP_FAILED = 70
-KILL_GRACE_S = 5.0  # the server's own backstop, past the grader's wall clock
 SPARE_WAIT_S = 2.0  # how long a request waits for a spare still entering its layers
 MAX_SPARE_FAILURES = 3  # spares dying before use this many times in a row: stop making them
 
 
-@dataclass
-class Child:
-    pid: int
-    pidfd: int
-    slot: int
-    workdir: str
-    deadline: float
-    conn: socket.socket | None
-    killed: str | None = None
-    # A spare (forked ahead of a request): the server holds the grader's ends until hand-out.
-    spare: bool = False
-    sock: socket.socket | None = None
-    out_fd: int | None = None
-    ready: bool = False
-
-
-class ForkServer:
+class ForkServer(Forker):
     def __init__(self, plan: Plan, socket_path: str, work_root: str, spares: int = 0) -> None:
         self.plan = plan
         self.work_root = work_root
@@ -69,60 +46,6 @@ class ForkServer:
         self.spare_limits: dict[str, Any] = dict(DEFAULT_LIMITS)
         self.spare_failures = 0
         self.stats = {"spares_used": 0, "forked_on_demand": 0}
-
-    # -- spawning ---------------------------------------------------------------------------
-
-    def fork(
-        self, limits: dict[str, Any], *, probe: bool, spare: bool = False
-    ) -> tuple[Child, socket.socket, int]:
-        slot = min(set(range(len(self.slots) + 1)) - self.slots)
-        if self.plan.root:
-            if slot >= self.plan.uid_span:  # never a uid outside the block this server holds
-                raise OSError(errno.EAGAIN, f"all {self.plan.uid_span} uids of this server's block in use")
-            uid = gid = self.plan.uid_base + slot
-        else:
-            uid, gid = os.getuid(), os.getgid()
-        self.seq += 1
-        workdir = os.path.join(self.work_root, str(self.seq))
-        os.mkdir(workdir, 0o700)
-        if self.plan.root:
-            os.chown(workdir, uid, gid)
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        out_fd = os.memfd_create("submission-output", 0)
-        pidns = self.plan.on("pidns")
-        try:
-            pid = self.fork_in_new_pidns() if pidns else os.fork()
-        except OSError:
-            ours.close()
-            theirs.close()
-            os.close(out_fd)
-            self._remove_workdir(workdir)
-            raise
-        if pid == 0:
-            try:
-                spec = ChildSpec(slot, uid, gid, workdir, theirs.fileno(), out_fd, limits, self.pid, spare)
-                child_main(self.plan, spec, probe)
-            finally:
-                os._exit(EXIT_SETUP_FAILED)
-        theirs.close()
-        self.slots.add(slot)
-        # A spare's clock starts when it is handed out (_take_spare), not now.
-        deadline = math.inf if spare else time.monotonic() + float(limits["wall_seconds"]) + KILL_GRACE_S
-        child = Child(pid, os.pidfd_open(pid), slot, workdir, deadline, None, spare=spare)
-        self.children[pid] = child
-        return child, ours, out_fd
-
-    def fork_in_new_pidns(self) -> int:
-        """fork() with the child as PID 1 of a new PID namespace; the server stays where it was."""
-        iso.unshare(iso.CLONE_NEWPID)  # applies to the next fork only...
-        try:
-            pid = os.fork()
-        except OSError:
-            iso.setns(self.own_pidns, iso.CLONE_NEWPID)
-            raise
-        if pid != 0:
-            iso.setns(self.own_pidns, iso.CLONE_NEWPID)  # ...and is undone right after it
-        return pid
 
     # -- events -----------------------------------------------------------------------------
 
@@ -349,13 +272,6 @@ class ForkServer:
         self.children.pop(child.pid, None)
         self.slots.discard(child.slot)
         self._remove_workdir(child.workdir)
-
-    @staticmethod
-    def _remove_workdir(path: str) -> None:
-        try:
-            os.rmdir(path)  # with a mount namespace it is an empty mount point here
-        except OSError:
-            shutil.rmtree(path, ignore_errors=True)
 
     def _reap_orphans(self) -> None:
         while True:  # also grandchildren re-parented to us (subreaper) when there is no PID namespace
