@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from app.services.mistake_hints import hint_problems, with_mistake_hints
-from graders.checks import CHALLENGE_MODULES, load_check
+from graders.checks import CHALLENGE_MODULES, decode_step_mistakes, load_check, tiled_attention_mistakes
 from graders.mistakes import mistakes_in, named_mistakes
 from tests.graders.golden import hints_of
 
@@ -55,10 +55,12 @@ def test_a_verdict_that_names_no_mistake_gets_no_mistake_hint() -> None:
 
 
 def test_the_hint_ids_are_constants_of_the_battery() -> None:
-    """An id is the name of the constant holding the sentence, so rewording a sentence keeps its hint."""
+    """An id is the name of the constant holding the sentence, so rewording a sentence keeps its hint;
+    a battery split in two holds its sentences in its *_mistakes module, which it is built from."""
     module = load_check("tiled-attention")
-    assert named_mistakes("tiled-attention")["NO_RESCALE"] == module.NO_RESCALE
     assert Path(module.__file__ or "").name == "tiled_attention.py"
+    assert named_mistakes("tiled-attention")["NO_RESCALE"] == tiled_attention_mistakes.NO_RESCALE
+    assert tiled_attention_mistakes.NO_RESCALE in module.KNOWN_MISTAKES
 
 
 def test_a_battery_mistake_without_an_id_leaves_the_verdict_as_it_was(
@@ -72,7 +74,7 @@ def test_a_battery_mistake_without_an_id_leaves_the_verdict_as_it_was(
         "challenge": "decode-step",
         "verdict": "failed",
         "tests": [],
-        "diagnosis": [module.NOT_APPENDED],
+        "diagnosis": [decode_step_mistakes.NOT_APPENDED],
     }
     try:
         assert with_mistake_hints(failed, hints_of("decode-step")) == failed
