@@ -20,6 +20,7 @@ from app.enums import (
     FitStatus,
     LabRunStatus,
     MockEndedBy,
+    MockItemKind,
     QuestionKind,
     QuizMode,
     ReviewSource,
@@ -254,7 +255,7 @@ class MockInterview(SQLModel, table=True):
     minutes: int
     # The topics chosen; [] means every topic.
     topics: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
-    difficulty: str | None = Field(default=None, max_length=10)  # None = mixed
+    difficulty: Difficulty | None = Field(default=None, sa_type=EnumString(Difficulty, 10))  # None = mixed
     with_challenge: bool = False
     started_at: datetime = Field(default_factory=utcnow, index=True)
     deadline: datetime
@@ -274,7 +275,7 @@ class MockItem(SQLModel, table=True):
     interview_id: int = Field(foreign_key="mockinterview.id", index=True)
     user_id: int = Field(foreign_key="user.id", index=True)  # the interview's owner
     position: int
-    kind: str = Field(max_length=10)  # recall | numeric | choice | challenge
+    kind: MockItemKind = Field(sa_type=EnumString(MockItemKind, 10))
     card_id: str | None = Field(default=None, foreign_key="card.id", max_length=80)
     challenge: str | None = Field(default=None, max_length=80)
     # What is asked, frozen at set-up (follow-up, numeric problem, options), with the expected answers.

@@ -72,6 +72,9 @@ SANDBOX_FILES = (
     "routes/test_challenge_run.py",
     "services/test_grading.py",
     "test_scale_out.py",
+    "test_cli_submit.py",
+    "browser/test_quiz.py",
+    "browser/test_mock.py",
 )
 SANDBOX_FIXTURES = {"grading_client"}
 
@@ -104,6 +107,9 @@ SLOWEST_FILES = (
     "browser/test_lab_names.py",
     "graders/checks/test_paged_kv_model.py",
     "test_scale_out.py",
+    "test_cli_submit.py",
+    "browser/test_quiz.py",
+    "browser/test_mock.py",
 )
 
 

@@ -37,6 +37,7 @@ from sqlmodel import Session, col, select
 from app.config import Settings
 from app.content.catalog import Catalog
 from app.content.challenges import Challenge
+from app.enums import Difficulty, MockItemKind
 from app.models import Card, CardProgress, MockInterview, MockItem, Submission, Topic, User
 from app.services import questions, scheduling
 from app.services.card_content import as_json, content
@@ -256,7 +257,7 @@ def start_mock(
         user_id=user.id,
         minutes=spec.minutes,
         topics=[cards[0].topic] if spec.card is not None else list(spec.topics),
-        difficulty=spec.difficulty,
+        difficulty=None if spec.difficulty is None else Difficulty(spec.difficulty),
         with_challenge=challenge is not None,
         started_at=now,
         deadline=now + timedelta(minutes=spec.minutes),
@@ -271,7 +272,7 @@ def start_mock(
                 interview_id=mock.id,
                 user_id=user.id,
                 position=position,
-                kind=kind,
+                kind=MockItemKind(kind),
                 card_id=card.id,
                 payload=payload,
                 asked_at=now if position == 0 else None,
@@ -283,7 +284,7 @@ def start_mock(
                 interview_id=mock.id,
                 user_id=user.id,
                 position=len(cards),
-                kind="challenge",
+                kind=MockItemKind.CHALLENGE,
                 challenge=challenge.slug,
                 payload={},
             )
