@@ -18,6 +18,7 @@ from sqlmodel import Field, SQLModel
 from app.enums import (
     Difficulty,
     FitStatus,
+    FollowUpDifficulty,
     LabRunStatus,
     MockEndedBy,
     MockItemKind,
@@ -101,7 +102,7 @@ class FollowUpPublic(SQLModel):
     question: str
     answer: str
     probes: list[int] = []
-    difficulty: str = "same"  # same | harder (FollowUpDifficulty)
+    difficulty: FollowUpDifficulty = FollowUpDifficulty.SAME
 
 
 # A whole card as the API returns it.

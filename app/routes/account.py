@@ -90,15 +90,17 @@ def _change_password(
     sign_in(request, user, settings)
 
 
-def account_json(user: User, settings: Settings) -> dict[str, Any]:
-    return {
-        "id": user.id,
-        "email": user.email,
-        "guest": user.is_guest,
-        "created_at": user.created_at.isoformat(),
-        "desired_retention": retention_for(user, settings),
-        "interview_date": user.interview_date.isoformat() if user.interview_date else None,
-    }
+def account_json(user: User, settings: Settings) -> AccountPublic:
+    return AccountPublic.model_validate(
+        {
+            "id": user.id,
+            "email": user.email,
+            "guest": user.is_guest,
+            "created_at": user.created_at.isoformat(),
+            "desired_retention": retention_for(user, settings),
+            "interview_date": user.interview_date.isoformat() if user.interview_date else None,
+        }
+    )
 
 
 def _export_response(session: Session, user: User) -> Response:
@@ -121,14 +123,14 @@ def _password_ok(user: User, password: str, settings: Settings) -> bool:
 
 
 @router.get("", response_model=AccountPublic)
-def get_account(user: Visitor, settings: SettingsDep) -> dict[str, Any]:
+def get_account(user: Visitor, settings: SettingsDep) -> AccountPublic:
     return account_json(user, settings)
 
 
 @router.put("/settings", response_model=AccountPublic, responses=refusals(InvalidInput))
 def put_settings(
     body: AccountSettings, user: CurrentUser, session: SessionDep, settings: SettingsDep
-) -> dict[str, Any]:
+) -> AccountPublic:
     save_study_settings(
         session=session, user=user, retention=body.desired_retention, interview_date=body.interview_date
     )

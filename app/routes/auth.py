@@ -80,10 +80,10 @@ class Me(Public):
     guest: bool
 
 
-def me_json(user: User | None) -> dict[str, Any]:
+def me_json(user: User | None) -> Me:
     if user is None or user.is_guest:
-        return {"id": user.id if user else None, "email": None, "guest": True}
-    return {"id": user.id, "email": user.email, "guest": False}
+        return Me(id=user.id if user else None, email=None, guest=True)
+    return Me(id=user.id, email=user.email, guest=False)
 
 
 def sign_in(request: Request, user: User, settings: Settings) -> None:
@@ -156,7 +156,7 @@ LoginLimitsDep = Annotated[LoginLimits, Depends()]
 
 
 @router.get("/me", response_model=Me)
-def me(user: MaybeUser) -> dict[str, Any]:
+def me(user: MaybeUser) -> Me:
     return me_json(user)
 
 
@@ -167,14 +167,14 @@ def api_signup(
     session: SessionDep,
     settings: SettingsDep,
     limiter: SignupLimiter,
-) -> dict[str, Any]:
+) -> Me:
     return me_json(do_signup(request, session, settings, limiter, body.email, body.password))
 
 
 @router.post("/login", response_model=Me, responses=refusals(Unauthorized))
 def api_login(
     body: Credentials, request: Request, session: SessionDep, settings: SettingsDep, limits: LoginLimitsDep
-) -> dict[str, Any]:
+) -> Me:
     return me_json(do_login(request, session, settings, limits, body.email, body.password))
 
 
