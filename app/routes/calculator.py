@@ -171,12 +171,12 @@ def api_calculate(
     batch: Batch = None,
     config: ApiConfig = None,
     compare: ApiCompare = None,
-) -> dict[str, Any]:
+) -> CalcPublic:
     # The page's form sends its numbers as typed ("8,192"); the API takes integers.
     typed = {name: None if n is None else str(n) for name, n in (("context", context), ("batch", batch))}
     form = CalcForm.from_query(model, gpu, weights, cache, typed["context"], typed["batch"], config, compare)
     result = calculate(form.to_input())
-    return {**result.to_json(), "chart": result.chart}
+    return CalcPublic.model_validate({**result.to_json(), "chart": result.chart})
 
 
 @pages.get("", response_class=HTMLResponse)

@@ -158,9 +158,13 @@ def api_start(
 
 
 @router.get("/runs", response_model=list[LabRunPublic], response_model_exclude_unset=True)
-def api_list(session: SessionDep, settings: SettingsDep, user: Visitor) -> list[dict[str, Any]]:
+def api_list(session: SessionDep, settings: SettingsDep, user: Visitor) -> list[LabRunPublic]:
     runs = recent_runs(session=session, user_id=user.id, limit=20)
-    return [{k: v for k, v in run_json(r, settings).items() if k != "result"} for r in runs]
+    # Without results: a list says how each run went; one run's page has what it found.
+    return [
+        LabRunPublic.model_validate({k: v for k, v in run_json(r, settings).items() if k != "result"})
+        for r in runs
+    ]
 
 
 @router.get(
@@ -169,8 +173,8 @@ def api_list(session: SessionDep, settings: SettingsDep, user: Visitor) -> list[
     response_model_exclude_unset=True,
     responses=refusals(NotFound),
 )
-def api_get(run_id: str, session: SessionDep, settings: SettingsDep, user: Visitor) -> dict[str, Any]:
-    return run_json(_load_run(session, user.id, run_id), settings)
+def api_get(run_id: str, session: SessionDep, settings: SettingsDep, user: Visitor) -> LabRunPublic:
+    return LabRunPublic.model_validate(run_json(_load_run(session, user.id, run_id), settings))
 
 
 @pages.get("", response_class=HTMLResponse)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import Field
@@ -88,9 +86,9 @@ class DashboardPublic(Public):
 @router.get("", response_model=DashboardPublic)
 def api_progress(
     user: Visitor, session: SessionDep, settings: SettingsDep, catalog: CatalogDep, clock: ClockDep
-) -> dict[str, Any]:
+) -> DashboardPublic:
     board = build_dashboard(session=session, user=user, settings=settings, catalog=catalog, now=clock.now())
-    return dashboard_json(board)
+    return DashboardPublic.model_validate(dashboard_json(board))
 
 
 @pages.get("", response_class=HTMLResponse)
