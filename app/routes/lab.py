@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from sqlmodel import Session
 
@@ -152,9 +152,9 @@ def api_start(
     limiter: LabLimiter,
     guest_limiter: LabGuestLimiter,
     new_guest_limiter: GuestLimiter,
-) -> JSONResponse:
+) -> LabRunPublic:
     run = _start(request, session, settings, lab, (limiter, guest_limiter, new_guest_limiter), body)
-    return JSONResponse(run_json(run, settings), status_code=202)
+    return LabRunPublic.model_validate(run_json(run, settings))
 
 
 @router.get("/runs", response_model=list[LabRunPublic], response_model_exclude_unset=True)
