@@ -35,7 +35,7 @@ from app.services.personal_fsrs import FitJobs
 from app.services.personal_pages import PersonalPages
 from app.services.rate_limits import refuse_too_fast
 from app.services.ratelimit import RateLimiter
-from app.services.site import SiteContent
+from app.services.site_content import SiteContent
 from app.services.verdict_waits import VerdictWaits
 from app.validation import CodeSubmission, refuse_oversized
 

@@ -11,6 +11,7 @@ from typing import Any
 from fastapi import FastAPI
 from sqlmodel import Session
 
+from app.body_size_limit import BodySizeLimit
 from app.config import Settings, get_settings
 from app.content.catalog import load_catalog
 from app.cookie_session import (
@@ -23,7 +24,6 @@ from app.cookie_session import (
 from app.db import engine_for
 from app.error_handlers import add_error_handlers
 from app.lab.jobs import LabJobs
-from app.middleware import BodySizeLimit
 from app.openapi import install as document_refusals
 from app.pages import GuestPageShortcut
 from app.personal_views import ForgetPagesOnWrite, PersonalPageShortcut, forget_submitter
@@ -36,7 +36,7 @@ from app.services.guests import purge_idle_guests
 from app.services.personal_fsrs import FitJobs
 from app.services.personal_pages import PersonalPages
 from app.services.rate_limits import Limiters
-from app.services.site import load_site_content
+from app.services.site_content import load_site_content
 from app.services.verdict_waits import VerdictWaits
 from app.static_assets import HashedStaticFiles
 from app.web import static_assets, templates

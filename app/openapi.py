@@ -4,7 +4,7 @@ FastAPI documents a route's success and its validation errors. The rest is added
 app, from what decides it:
 
 - the method: an unsafe one can be refused as cross-site (403), for a body over the size limit
-  (413, app/middleware.py) or for a Content-Type that is not JSON (422, app/security.py);
+  (413, app/body_size_limit.py) or for a Content-Type that is not JSON (422, app/security.py);
 - the body: one that is not JSON at all is 400 (FastAPI's own);
 - the dependencies (DEPENDENCY_REFUSALS): a route that reads the visitor answers a bad API token
   (401), a token where tokens may not act (403) and too many bad tokens (429); one that creates a

@@ -38,7 +38,7 @@ from app.cookie_session import (
     csrf_token,
     new_csrf_token,
 )
-from app.services.site import CSRF_SLOT, GuestPages, fill_csrf_slots
+from app.services.site_content import CSRF_SLOT, GuestPages, fill_csrf_slots
 from app.web import templates
 
 _HTML_HEADERS = [(b"content-type", b"text/html; charset=utf-8")]

@@ -35,7 +35,7 @@ from app.deps import app_clock, visitor
 from app.models import Submission, User
 from app.pages import KeptPageShortcut
 from app.services.personal_pages import PersonalPages, data_version, valid_until
-from app.services.site import CSRF_SLOT, fill_csrf_slots
+from app.services.site_content import CSRF_SLOT, fill_csrf_slots
 
 Build = Callable[[Session, User], Response]
 # Set in a request's scope when PersonalPageShortcut already asked PersonalPages.recent for it.

@@ -43,7 +43,7 @@ from app.services.cards import (
     to_summary,
 )
 from app.services.errors import NotFound
-from app.services.site import SiteContent
+from app.services.site_content import SiteContent
 from app.web import templates
 
 T = TypeVar("T")
