@@ -5,7 +5,7 @@ copy. `GuestPageShortcut` answers a kept URL before routing, dependencies and th
 layers run at all (they are most of a page's time). Both serve a kept page to any visitor
 without a flash message waiting; a page kept for "a visitor without a user row" only to
 such a visitor. A signed-in visitor gets the same page with the header's account links
-(templates/_account_nav.html, the one part of such a page that names the visitor) swapped
+(templates/_partials/account_nav.html, the one part of such a page that names the visitor) swapped
 for theirs, and a signed-in visitor's own rendering of a shared page is kept for the guests
 with the guest's links swapped back in. Middleware added after it (outer) still wraps its
 answers.
@@ -65,7 +65,7 @@ def account_email(session: dict[str, Any], login_max_age_s: float) -> str | None
 
 def _account_nav(app: Any, email: str | None, csrf: str) -> bytes:
     context = {"request": SimpleNamespace(app=app), "account_email": email, "account_csrf": csrf}
-    return templates.get_template("_account_nav.html").render(context).encode()
+    return templates.get_template("_partials/account_nav.html").render(context).encode()
 
 
 def _with_account_nav(body: bytes, nav: bytes) -> bytes | None:

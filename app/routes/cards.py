@@ -126,7 +126,7 @@ def _card_list_body(
     session: Session, site: SiteContent, filters: CardFilter, page: int, page_size: int
 ) -> Markup:
     rows, total = list_cards(session=session, filters=filters, page=page, page_size=page_size)
-    html = templates.get_template("cards/_list.html").render(
+    html = templates.get_template("_partials/cards_list.html").render(
         cards=rows,
         total=total,
         page=page,
@@ -147,7 +147,7 @@ def _card_list_body(
 
 
 def _status_html(standing: CardStanding) -> str:
-    return templates.get_template("cards/_status.html").render(standing=standing)
+    return templates.get_template("_partials/cards_status.html").render(standing=standing)
 
 
 def _with_statuses(body: Markup, found: dict[str, CardStanding]) -> Markup:
@@ -171,7 +171,7 @@ def _card_body(session: Session, site: SiteContent, card_id: str) -> tuple[str, 
     card = get_card(session=session, card_id=card_id)
     if card is None:
         return None
-    html = templates.get_template("cards/_detail.html").render(
+    html = templates.get_template("_partials/cards_detail.html").render(
         card=to_public(card),
         topic=site.topic(card.topic),
         calculator=calculator_url(list((card.data or {}).get("figures", {}))),
@@ -206,7 +206,7 @@ def _card_nav(
     if found is None:  # a retired card is in no list
         return Markup("")
     page = found.page(page_size)
-    html = templates.get_template("cards/_neighbours.html").render(
+    html = templates.get_template("_partials/cards_neighbours.html").render(
         n=found,
         in_list=in_list,
         scope=_scope_words(site, scope),

@@ -135,7 +135,7 @@ class RunOut(BaseModel):
     output: str = Field(description="a capped excerpt of what the code printed")
 
 
-# The page's Run panel (templates/challenges/_run_panel.html) renders the same schema.
+# The page's Run panel (templates/_partials/challenges_run_panel.html) renders the same schema.
 templates.env.globals["challenge_run_schema"] = challenge_runs.run_schema
 
 

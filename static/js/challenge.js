@@ -82,7 +82,7 @@
     showMistakeHints(data);
   };
 
-  // The attempts list: one line per submission, newest first (as templates/challenges/_attempt.html).
+  // The attempts list: one line per submission, newest first (as templates/_partials/challenges_attempt.html).
   const history = document.getElementById("history");
   const when = (iso) => iso.slice(0, 16).replace("T", " ");
 

@@ -1,4 +1,4 @@
-// The challenge page's Run (templates/challenges/_run_panel.html): run the code in the editor on the
+// The challenge page's Run (templates/_partials/challenges_run_panel.html): run the code in the editor on the
 // visible examples and on the custom input typed in the form, and show the reference's output beside
 // the user's, with the difference. The code is read from #code, which the editor keeps in step.
 (function () {

@@ -1,5 +1,5 @@
 // A grading verdict, shared by the challenge page and the mock interview's coding problem
-// (templates/challenges/_verdict.html): the banner, a summary line ("17/19 passed"), the per-test
+// (templates/_partials/challenges_verdict.html): the banner, a summary line ("17/19 passed"), the per-test
 // list with repeated failures folded together, the diagnosis, the output, and long-polling
 // /api/submissions/{id}?wait=25. Works on the page's #results, #verdict, #verdict-summary, #tests,
 // #diagnosis and (where there is one) #output.
