@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 from fastapi.testclient import TestClient
 
 from app.config import Settings
 from app.main import create_app
+from app.services.clock import ManualClock
+from tests.services.factories import fast_settings
+
+# The mock interview tests' server clock starts here (a Monday morning); a test moves it.
+MOCK_START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -18,4 +24,18 @@ def grading_client(db_url: str) -> Iterator[TestClient]:
         database_url=db_url, grading_workers=1, embedded_queue="memory", submissions_per_minute=5
     )
     with TestClient(create_app(settings)) as client:
+        yield client
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(MOCK_START)
+
+
+@pytest.fixture
+def app_client(db_url: str, clock: ManualClock) -> Iterator[TestClient]:
+    """An app on the test's clock, with cheap hashing and no grading thread."""
+    app = create_app(fast_settings(db_url))
+    app.state.clock = clock
+    with TestClient(app) as client:
         yield client

@@ -18,22 +18,10 @@ from app.main import create_app
 from app.models import MockItem
 from app.services.clock import ManualClock
 from graders.runner import shutdown as shutdown_sandbox
+from tests.routes.conftest import MOCK_START
 from tests.services.factories import BODYLESS, csrf, fast_settings, other_client, signup
 
-START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock(START)
-
-
-@pytest.fixture
-def app_client(db_url: str, clock: ManualClock) -> Iterator[TestClient]:
-    app = create_app(fast_settings(db_url))
-    app.state.clock = clock
-    with TestClient(app) as client:
-        yield client
+START = MOCK_START
 
 
 def start(client: TestClient, **body: object) -> dict:

@@ -4,28 +4,11 @@ page's "Schedule this card for review" box (unticked by default) and the API's `
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from fastapi.testclient import TestClient
 
-from app.main import create_app
 from app.services.clock import ManualClock
-from tests.routes.test_mock import START, reply, start
-from tests.services.factories import BODYLESS, csrf, fast_settings
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock(START)
-
-
-@pytest.fixture
-def app_client(db_url: str, clock: ManualClock) -> Iterator[TestClient]:
-    app = create_app(fast_settings(db_url))
-    app.state.clock = clock
-    with TestClient(app) as client:
-        yield client
+from tests.routes.test_mock import reply, start
+from tests.services.factories import BODYLESS, csrf
 
 
 def answered(client: TestClient, clock: ManualClock) -> dict:
