@@ -24,8 +24,11 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve(folder: Path) -> Iterator[str]:
-    """A server on `folder`/kvprep.sqlite3 (migrated here), its log in `folder`/server.log; its base URL."""
+def serve(folder: Path, **settings: str) -> Iterator[str]:
+    """A server on `folder`/kvprep.sqlite3 (migrated here), its log in `folder`/server.log; its base URL.
+
+    `settings` are environment variables for it (KVPREP_* names), over the defaults below."""
+    folder.mkdir(parents=True, exist_ok=True)
     db = folder / "kvprep.sqlite3"
     url = f"sqlite:///{db}"
     migrate(url)
@@ -37,6 +40,7 @@ def serve(folder: Path) -> Iterator[str]:
         "KVPREP_QUEUE_FILE": str(folder / "queue.sqlite3"),
         "KVPREP_LAB_LOCK_FILE": str(folder / "lab.lock"),
         "OMP_NUM_THREADS": "1",
+        **settings,
     }
     with (folder / "server.log").open("w") as log:
         proc = subprocess.Popen(

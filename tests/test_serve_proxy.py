@@ -7,61 +7,15 @@ proxy that passes the header on) could rotate it and walk around the per-address
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from app.config import ROOT
-from app.db import migrate
-from tests.live import free_port
+from tests.live import serve
 
-
-@contextmanager
-def serving(tmp: Path, **env: str) -> Iterator[str]:
-    url = f"sqlite:///{tmp / 'kvprep.sqlite3'}"
-    migrate(url)
-    port = free_port()
-    environment = {
-        **os.environ,
-        "KVPREP_DATABASE_URL": url,
-        "KVPREP_QUEUE_FILE": str(tmp / "queue.sqlite3"),
-        "KVPREP_GRADING_WORKERS": "0",
-        "KVPREP_ARGON2_TIME_COST": "1",
-        "KVPREP_ARGON2_MEMORY_KIB": "1024",
-        **env,
-    }
-    log = (tmp / "server.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
-        cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(base + "/api/auth/me", timeout=2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"server did not start: {(tmp / 'server.log').read_text()}") from None
-                time.sleep(0.2)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+NO_GRADING = {"KVPREP_GRADING_WORKERS": "0"}  # these tests log in; nothing is graded
 
 
 def post_status(base: str, path: str, email: str, forwarded_for: str) -> int:
@@ -80,8 +34,12 @@ def post_status(base: str, path: str, email: str, forwarded_for: str) -> int:
 
 @pytest.mark.slow
 def test_rotating_x_forwarded_for_does_not_escape_the_limits(tmp_path: Path) -> None:
-    env = {"KVPREP_LOGIN_ATTEMPTS_PER_IP_PER_MINUTE": "3", "KVPREP_SIGNUPS_PER_HOUR": "2"}
-    with serving(tmp_path / "a", **env) as base:
+    env = {
+        "KVPREP_GRADING_WORKERS": "0",
+        "KVPREP_LOGIN_ATTEMPTS_PER_IP_PER_MINUTE": "3",
+        "KVPREP_SIGNUPS_PER_HOUR": "2",
+    }
+    with serve(tmp_path / "a", **env) as base:
         # A different email each time, so only the per-address limit can stop it.
         logins = [
             post_status(base, "/api/auth/login", f"u{i}@example.com", f"198.51.100.{i}") for i in range(5)
@@ -96,8 +54,12 @@ def test_rotating_x_forwarded_for_does_not_escape_the_limits(tmp_path: Path) -> 
 @pytest.mark.slow
 def test_a_configured_proxy_is_believed(tmp_path: Path) -> None:
     """Behind a proxy at 127.0.0.1, each forwarded address is a client of its own."""
-    env = {"KVPREP_LOGIN_ATTEMPTS_PER_IP_PER_MINUTE": "3", "KVPREP_FORWARDED_ALLOW_IPS": "127.0.0.1"}
-    with serving(tmp_path / "b", **env) as base:
+    env = {
+        "KVPREP_GRADING_WORKERS": "0",
+        "KVPREP_LOGIN_ATTEMPTS_PER_IP_PER_MINUTE": "3",
+        "KVPREP_FORWARDED_ALLOW_IPS": "127.0.0.1",
+    }
+    with serve(tmp_path / "b", **env) as base:
         rotating = [
             post_status(base, "/api/auth/login", f"u{i}@example.com", f"198.51.100.{i}") for i in range(5)
         ]
