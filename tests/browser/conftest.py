@@ -131,12 +131,19 @@ def watch_csp(page) -> list[str]:  # type: ignore[no-untyped-def]
     return violations
 
 
-def screenshot(page, name: str) -> Path:  # type: ignore[no-untyped-def]
-    """The whole page as a PNG in test-artifacts/, leaving the page as a person left it.
+def screenshot(page, name: str) -> Path | None:  # type: ignore[no-untyped-def]
+    """With KVPREP_SCREENSHOTS=1, the whole page as a PNG in test-artifacts/, leaving the page as a
+    person left it; its path. Otherwise nothing (None).
+
+    The pictures are for a person to look at (no test compares them), and they were not cheap: a
+    full-page PNG took 240-460 ms of Chromium's CPU, as much as loading the page, and the browser
+    tests ask for one at 90 places, most of them at two widths.
 
     Playwright's full_page=True on a page taller than the window leaves Chromium swallowing the
     next click (a quiz's Start button did nothing after one): the window is grown to the page's
     height for the shot and given back its size instead, which takes the same picture."""
+    if os.environ.get("KVPREP_SCREENSHOTS") != "1":
+        return None
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
     window = page.viewport_size
