@@ -50,11 +50,8 @@ def figure(gen: torch.Generator, rng: random.Random, base: float, measure: cost.
     mask = torch.zeros(B, S, dtype=torch.long)
     for b, n in enumerate(lengths):
         mask[b, S - n :] = 1  # left padding: the real tokens end in the last column
-    padding = ~mask[:, None, :P, None].bool()  # (B, 1, P, 1)
-    past = {
-        name: torch.where(padding, randn(gen, B, h, P, hd, scale=PADDING_SCALE), randn(gen, B, h, P, hd))
-        for name in ("k", "v")
-    }  # each (B, h, P, hd)
+    scale = 1 + (PADDING_SCALE - 1) * (1 - mask[:, None, :P, None].float())  # (B, 1, P, 1): 30 at padding
+    past = {name: randn(gen, B, h, P, hd) * scale for name in ("k", "v")}  # each (B, h, P, hd)
     sent_mask = mask.bool() if rng.random() < 0.5 else mask
     what = (
         f"one decode step on {P} cached columns, rows of {', '.join(map(str, lengths))} real tokens, "
