@@ -9,8 +9,9 @@ scales change the answer, and dequantize_kv is called once with T == hd, where a
 broadcast along the wrong axis runs without an error and gives wrong numbers.
 
 A wrong q or scale is compared with the usual wrong quantizers so the verdict names the
-mistake; the last test reports the measured attention error against fp32 and the bytes the
-submission's own int8 cache takes per position.
+mistake; the last two tests report the measured attention error against fp32 and the bytes the
+submission's own int8 cache takes per position, then one attention call's multiply-adds and
+largest tensor on a long cache against the reference's (int8_kv_cache_cost.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 import torch
 
+from graders.checks import cost, int8_kv_cache_cost
 from graders.checks.report import CheckReport, Mismatch, as_tensor, close, explain_difference, run_test
 from graders.checks.serving_common import Rng, call_entry, figure_test
 from graders.reference.int8_cache import QMAX, attention, dequantize_kv, int8_attention, quantize_kv
@@ -345,4 +347,6 @@ def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
         "the int8 cache against fp32: attention error and bytes per position",
         partial(_test_figures, report, session, rng),
     )
+    measure = cost.measurer(session)
+    figure_test(report, int8_kv_cache_cost.NAME, lambda: int8_kv_cache_cost.figure(rng, measure))
     return report

@@ -11,6 +11,9 @@ Every call gets a cache the grader built (see rope_common) whose *padding* slots
 large random values: a submission that lets any query see a padding key cannot match,
 and a changed real slot (the probe) looks like any other call. Masks come as int64 in
 some tests and bool in others; the base is the default in some and not in others.
+
+The last test counts one decode step's multiply-adds and largest tensor on a long padded batch
+against the reference's (left_padded_decoding_cost.py); it fails only when that step's y is wrong.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 
 import torch
 
+from graders.checks import cost, left_padded_decoding_cost
 from graders.checks.attention_common import (
     Comparison,
     Evidence,
@@ -43,6 +47,7 @@ from graders.checks.rope_common import (
     rope_layer,
     wrong_rotations,
 )
+from graders.checks.serving_common import figure_test
 from graders.reference.padding import padded_attention, padded_attention_by_rows, real_positions, visible_keys
 from graders.sandbox.protocol import SubmissionLink
 
@@ -346,5 +351,11 @@ def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
         report,
         "reads the past from the cache passed in: a changed cached key and value change the output, B=3",
         _changed_cache_test(session, report, batch),
+    )
+    base = rng.choice(BASES)
+    figure_test(
+        report,
+        left_padded_decoding_cost.NAME,
+        lambda: left_padded_decoding_cost.figure(gen, rng, base, cost.measurer(session)),
     )
     return report

@@ -5,6 +5,7 @@ multiply-adds and largest tensor against the reference's, and says the figure on
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from types import ModuleType
 
 import pytest
@@ -17,6 +18,10 @@ from graders.checks import (
     decode_step_cost,
     gqa_attention,
     gqa_attention_cost,
+    int8_kv_cache,
+    int8_kv_cache_cost,
+    left_padded_decoding,
+    left_padded_decoding_cost,
     llama_block_cost,
     llama_block_decode,
     rope_attention_cost,
@@ -102,3 +107,84 @@ def test_the_sentence_rounds_like_the_page_reads() -> None:
         "x: 4.2 M multiply-adds, largest tensor 1.0 MiB; reference: 4.2 M, 512 KiB (1.00x the reference's "
         "multiply-adds, 2.00x its largest tensor)"
     )
+
+
+# --- int8-kv-cache and left-padded-decoding ------------------------------------------------------
+
+COST_FIGURE = re.compile(
+    r"your (?P<what>[\w ]+?): (?P<madds>[\d.]+ [kM]) multiply-adds, largest tensor (?P<largest>[\d.]+ \w+); "
+    r"reference: (?P<ref_madds>[\d.]+ [kM]), (?P<ref_largest>[\d.]+ \w+) "
+    r"\((?P<ratio>[\d.]+)x the reference's multiply-adds, (?P<size_ratio>[\d.]+)x its largest tensor\)"
+)
+
+
+def int8_expected() -> tuple[str, str]:
+    """Multiply-adds and largest tensor of one query per row over T positions: q k^T and w v, and
+    one dequantized cache (B, H, T, hd) in float32."""
+    B, H, T, hd = int8_kv_cache_cost.COST
+    return cost.count(2 * B * H * T * hd), cost.size(B * H * T * hd * 4)
+
+
+def padded_expected() -> tuple[str, str]:
+    """Per row: the qkv and output projections, 4 d^2, and q k^T and w v over S slots, 2 H S hd;
+    the largest tensor is the cache with its new column, (B, H, S, hd) in float32."""
+    B, P, d, h = left_padded_decoding_cost.COST
+    S, hd = P + 1, d // h
+    return cost.count(B * (4 * d * d + 2 * h * S * hd)), cost.size(B * h * S * hd * 4)
+
+
+COUNTED = [
+    (int8_kv_cache, int8_kv_cache_cost.NAME, "int8 attention", int8_expected),
+    (left_padded_decoding, left_padded_decoding_cost.NAME, "decode step", padded_expected),
+]
+
+
+def cost_figure_of(check: ModuleType, name: str, code: str, seed: int = 3) -> re.Match[str]:
+    report, _ = run(check, code, seed=seed)
+    test = next(t for t in report.tests if t.name == name)
+    assert report.tests[-1] is test  # last in the battery: the other tests' inputs stay as they were
+    assert test.passed, test.message
+    found = COST_FIGURE.match(test.message)
+    assert found, test.message
+    assert "never decides the verdict" in test.message
+    return found
+
+
+@pytest.mark.parametrize(
+    ("check", "name", "what", "expected"), COUNTED, ids=[check.SLUG for check, *_ in COUNTED]
+)
+@pytest.mark.parametrize("seed", [3, 11])
+def test_the_worked_solution_costs_what_the_reference_does_on_a_long_cache(
+    check: ModuleType, name: str, what: str, expected: Callable[[], tuple[str, str]], seed: int
+) -> None:
+    found = cost_figure_of(check, name, (challenge_dir(check.SLUG) / "solution.py").read_text(), seed)
+    madds, largest = expected()
+    assert found["what"] == what
+    assert (found["ratio"], found["size_ratio"]) == ("1.00", "1.00")
+    assert (found["madds"], found["ref_madds"]) == (madds, madds)
+    assert (found["largest"], found["ref_largest"]) == (largest, largest)
+
+
+def test_a_packed_batch_shows_b_times_the_attention_multiply_adds() -> None:
+    """Correct, so it passes; packing the rows into one sequence scores every query against every
+    row's keys: the projections cost the same, the attention B times as much."""
+    code = (cases_dir(left_padded_decoding.SLUG) / "packed_batch_wasteful.py").read_text()
+    found = cost_figure_of(left_padded_decoding, left_padded_decoding_cost.NAME, code)
+    B, P, d, h = left_padded_decoding_cost.COST
+    projections, attention = 4 * d * d, 2 * h * (P + 1) * (d // h)  # per row
+    assert found["ratio"] == f"{(projections + B * attention) / (projections + attention):.2f}" == "2.33"
+    assert found["size_ratio"] == "1.00"  # the same cache; the packed scores are smaller than it
+
+
+WRONG_STEP = [
+    (int8_kv_cache, int8_kv_cache_cost.NAME, "keys_only.py"),
+    (left_padded_decoding, left_padded_decoding_cost.NAME, "mask_only_at_prefill.py"),
+]
+
+
+@pytest.mark.parametrize(("check", "name", "case"), WRONG_STEP, ids=[c.SLUG for c, *_ in WRONG_STEP])
+def test_the_cost_test_fails_when_the_counted_call_is_wrong(check: ModuleType, name: str, case: str) -> None:
+    """What decides is the grader's own comparison of the counted call's output, not the figures."""
+    report, _ = run(check, (cases_dir(check.SLUG) / case).read_text(), seed=3)
+    test = next(t for t in report.tests if t.name == name)
+    assert not test.passed and "differs by up to" in test.message and "multiply-adds" not in test.message
