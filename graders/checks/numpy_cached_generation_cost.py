@@ -5,7 +5,8 @@ why it only informs; graders/sandbox/numpy_work_counter.py counts the NumPy side
 A decode step over a cache of t rows (t + 1 after its own) needs 3 d^2 multiply-adds for the new
 token's q, k and v, 2 (t + 1) d for its scores and its weighted sum of the values, d^2 for W_o and
 d V for W_lm; nothing it makes is bigger than a cache with the new row, (t + 1, d). A step that
-re-does work per token shows here: multiplying W_o by W_lm first costs d^2 V more every step.
+re-does work per token shows here: multiplying W_o by W_lm first costs d^2 V every step, where
+the context times W_o costs d^2.
 """
 
 from __future__ import annotations
