@@ -393,9 +393,8 @@ def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
             f"generate_cached(params, {tell}, 6): prefill has already cached the last prompt token",
             partial(b.generates, tell, 6),
         )
-    figure_test(
-        b.report,
-        numpy_cached_generation_cost.NAME,
-        partial(numpy_cached_generation_cost.figure, b.session, b.rng),
+    cost_step = partial(
+        numpy_cached_generation_cost.figure, b.session, b.rng, _params, partial(_their_cache, b.session)
     )
+    figure_test(b.report, numpy_cached_generation_cost.NAME, cost_step)
     return b.report

@@ -158,3 +158,21 @@ def test_numpy_the_cost_test_fails_only_on_wrong_logits() -> None:
     test = next(t for t in report.tests if t.name == numpy_cached_generation_cost.NAME)
     assert not test.passed and "the logit vector (128,) differs" in test.message
     assert "multiply-adds" not in test.message
+
+
+def test_numpy_a_step_that_reruns_the_whole_sequence_shows_512x() -> None:
+    """recomputes_from_tokens.py (a failing case: it never reads cache["k"]) runs the full forward
+    over all t + 1 = 512 tokens: 512 (4 d^2 + d V) + 2 x 512^2 d multiply-adds, exactly 512x the
+    step's, and the (512, 512) scores, 8x the cache. The cost test itself passes: its logits are right."""
+    t, d, V = numpy_cached_generation_cost.COST
+    code = (cases_dir(numpy_cached_generation.SLUG) / "recomputes_from_tokens.py").read_text()
+    report, _ = run(numpy_cached_generation, code, seed=3)
+    test = next(t for t in report.tests if t.name == numpy_cached_generation_cost.NAME)
+    rows = t + 1
+    madds = rows * (4 * d * d + d * V) + 2 * rows * rows * d
+    assert madds == 512 * numpy_reference_madds()
+    largest = rows * rows
+    assert test.passed and test.message == cost.sentence(
+        "your decode step", madds, largest, numpy_reference_madds(), rows * d, itemsize=8, library="NumPy"
+    )
+    assert "(512.00x the reference's multiply-adds, 8.00x its largest tensor)" in test.message
