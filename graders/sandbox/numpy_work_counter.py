@@ -21,12 +21,14 @@ floating-point array any of these made (a result sharing no memory with its oper
 counted array reachable from its arguments and result through those containers is plain
 again (an argument the call did not replace is the very object it was).
 
-What it does not see (the blind spots tests/graders/checks/test_cost_report.py pins down):
+What it does not see (the blind spots tests/graders/sandbox/test_numpy_work_counter.py pins down):
 np.asarray, np.array and np.ascontiguousarray of a counted array return a plain one, and arrays
 made from nothing (np.ones, np.zeros, np.tri, np.eye, a Generator's) are plain: products and
-sizes among plain arrays only go uncounted. Python loops over .tolist() values, the work inside
-one NumPy call (its temporaries), and counted arrays stored where the walk does not reach (a
-global, an object's attribute) are not unwrapped and cost one Python call per operation after.
+sizes among plain arrays only go uncounted. A product spelled elementwise, (k * q).sum(-1) for
+k @ q, is no matrix product (its (t, d) temporary is seen); nor are Python loops over .tolist()
+values, or the work inside one NumPy call (its temporaries). A counted array stored where the walk
+does not reach (a global, an object's attribute) stays counted after the call: outside a counted
+call it counts nothing and its results are plain arrays, at one Python call per operation.
 During the call, `type(a) is np.ndarray` is False for a counted argument (isinstance holds).
 Like the torch half, it runs in the submission's process, so the figure informs and never
 decides (graders/checks/cost.py).
@@ -189,6 +191,8 @@ class CountedArray(np.ndarray):
         return given[0] if len(given) == 1 else given
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        if not _active and kwargs.get("out") is None:  # a counted array kept past its call: plain again
+            return func(*_plain(args), **_plain(kwargs))
         cost = _PRODUCT_FUNCTIONS.get(func)
         if cost is None:  # runs on the counted arrays: the products inside it are counted there
             result = super().__array_function__(func, types, args, kwargs)

@@ -101,13 +101,13 @@ def test_the_reference_decode_step_counts_exactly_and_its_arguments_come_back_pl
 
 def test_blind_spots_the_docstring_names() -> None:
     """np.asarray and np.array return plain arrays; arrays made from nothing are plain; an
-    elementwise multiply and sum is no product. None of their work is counted."""
+    elementwise multiply and sum is no product. None of their multiply-adds are counted."""
     _, largest, madds = counted_call(lambda a, b: np.asarray(a) @ np.array(b), (A, B), {})
     assert (largest, madds) == (0, 0)
     _, largest, madds = counted_call(lambda n: np.ones((n, n)) @ np.tri(n), (64,), {})
     assert (largest, madds) == (0, 0)
-    _, _, madds = counted_call(lambda k, q: (k * q).sum(axis=-1), (A, ROW), {})  # k @ q, spelled out
-    assert madds == 0
+    _, largest, madds = counted_call(lambda k, q: (k * q).sum(axis=-1), (A, ROW), {})  # k @ q, spelled out
+    assert (largest, madds) == (3 * 4, 0)  # its (3, 4) temporary is seen, its products are not
 
 
 def test_the_counted_type_is_visible_only_during_the_call() -> None:
@@ -119,3 +119,25 @@ def test_the_counted_type_is_visible_only_during_the_call() -> None:
 
     out, _, _ = counted_call(look, (A,), {})
     assert seen == [False] and isinstance(out, np.ndarray) and out is A
+
+
+def test_a_counted_array_kept_past_its_call_counts_nothing_and_makes_plain_arrays() -> None:
+    """An array stored where the unwrapping walk does not reach stays counted, but inert."""
+    kept: list[Any] = []
+
+    class Holder:
+        pass
+
+    holder = Holder()
+
+    def keep(a: np.ndarray, into: list[Any]) -> None:
+        holder.a = a  # type: ignore[attr-defined] # an object's attribute: not walked
+        into.append(a)  # a list among the arguments: walked
+
+    counted_call(keep, (A, kept), {})
+    stray = holder.a  # type: ignore[attr-defined]
+    assert type(stray) is CountedArray and kept[0] is A
+    assert type(stray @ B) is np.ndarray and type(np.vstack([stray, stray])) is np.ndarray
+    assert type(np.dot(stray, B)) is np.ndarray and np.allclose(stray @ B, A @ B)
+    _, _, madds = counted_call(lambda b: b @ b.T, (B,), {})
+    assert madds == 4 * 5 * 4  # an earlier call's array does not leak into a later call's count
