@@ -6,8 +6,9 @@ test's `message` carries the figure, as mla-decode's and int4-weight-matmul's do
 
 Both figures come from one counter (graders/sandbox/work_counter.py, the one moe-routing's rule
 uses): the multiply-adds of the matrix products a call asks torch for, and the largest
-floating-point tensor it made fresh. The submission's side is counted in its own process (the
-sandbox child), the reference's in the grader's, by the same code.
+floating-point tensor it made fresh; NumPy arguments are counted alike by its NumPy half
+(graders/sandbox/numpy_work_counter.py, numpy-cached-generation's report). The submission's side
+is counted in its own process (the sandbox child), the reference's in the grader's, by the same code.
 
 Why informational only: a counter in the submission's process can be found and patched by the
 submission (it may under-report), so nothing here decides a verdict. The test fails only for what
@@ -53,8 +54,17 @@ def size(n_bytes: int) -> str:
     return f"{n_bytes} B"
 
 
-def sentence(what: str, madds: int, largest: int, ref_madds: int, ref_largest: int, itemsize: int = 4) -> str:
-    """The figure: `largest` and `ref_largest` in elements of `itemsize` bytes (float32 by the contract)."""
+def sentence(
+    what: str,
+    madds: int,
+    largest: int,
+    ref_madds: int,
+    ref_largest: int,
+    itemsize: int = 4,
+    library: str = "torch",
+) -> str:
+    """The figure: `largest` and `ref_largest` in elements of `itemsize` bytes (float32 by the contract;
+    numpy-cached-generation's float64 arrays: 8), the products counted being `library`'s."""
     ratios = []
     if ref_madds:
         ratios.append(f"{madds / ref_madds:.2f}x the reference's multiply-adds")
@@ -64,7 +74,7 @@ def sentence(what: str, madds: int, largest: int, ref_madds: int, ref_largest: i
         f"{what}: {count(madds)} multiply-adds, largest tensor {size(largest * itemsize)}; "
         f"reference: {count(ref_madds)}, {size(ref_largest * itemsize)}"
         + (f" ({', '.join(ratios)})" if ratios else "")
-        + f". Measured in the matrix products torch was asked for; {INFORMATIONAL}."
+        + f". Measured in the matrix products {library} was asked for; {INFORMATIONAL}."
     )
 
 

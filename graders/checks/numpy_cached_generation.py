@@ -14,6 +14,9 @@ test, at a random row, what it writes has that row changed; the logits are then 
 with the reference over exactly that cache. A submission that reads the cache only when a
 call looks like a probe cannot tell which calls are probes without reading the cache.
 The mistakes it names, and what each produces, are numpy_cached_generation_mistakes.py.
+
+The last test is the cost report (numpy_cached_generation_cost.py): one decode_step on a long
+cache, its multiply-adds and largest array beside the reference's; it fails only on wrong logits.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from graders.checks import numpy_cached_generation_cost
 from graders.checks.numpy_cached_generation_mistakes import (
     ALL_ROWS,
     CACHE_EMBEDDINGS,
@@ -42,6 +46,7 @@ from graders.checks.numpy_cached_generation_mistakes import (
     prefill_variants,
 )
 from graders.checks.report import CheckReport, Mismatch, close, explain_difference, run_test
+from graders.checks.serving_common import figure_test
 from graders.reference.numpy_generation import (
     Params,
     decode_step,
@@ -388,4 +393,8 @@ def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
             f"generate_cached(params, {tell}, 6): prefill has already cached the last prompt token",
             partial(b.generates, tell, 6),
         )
+    cost_step = partial(
+        numpy_cached_generation_cost.figure, b.session, b.rng, _params, partial(_their_cache, b.session)
+    )
+    figure_test(b.report, numpy_cached_generation_cost.NAME, cost_step)
     return b.report

@@ -180,8 +180,9 @@ class SubmissionLink(Protocol):
         from outside it (graders/sandbox/outside.py); None where it cannot be measured apart."""
 
     def call_counted(self, target: str | Handle, *args: Any, **kwargs: Any) -> tuple[Any, int, int]:
-        """`call`, counted: (result, its largest floating-point tensor, the multiply-adds of its matrix
-        products). See graders/sandbox/work_counter.py for what it counts."""
+        """`call`, counted: (result, its largest floating-point tensor or NumPy array, the multiply-adds
+        of its matrix products). See graders/sandbox/work_counter.py (and numpy_work_counter.py, for
+        NumPy arguments) for what it counts."""
 
     def call_and_storages(self, target: Handle, *args: Any, of: Handle) -> tuple[Any, list[tuple[int, int]]]:
         """`call(target, *args)`, then `storages(of)`, in one round trip."""

@@ -12,9 +12,11 @@ FlopCounterMode counts 0 for it on the CPU, where it dispatches to a kernel with
 
 Why at the function level: it sees every product the submission's own code asks torch for, at
 the cost of one Python call per torch call. What it does not see: products inside one fused call
-that is not in the list, tensors inside one (scaled_dot_product_attention's weights), NumPy, and a submission
+that is not in the list, tensors inside one (scaled_dot_product_attention's weights), and a submission
 that finds the mode and switches it off (it runs in the submission's process). The grader
 compares the figure with the reference's, measured by the same counter in its own process.
+NumPy arrays among the arguments are counted by numpy_work_counter.py in the same call (the
+numpy-cached-generation challenge): the figures add up, the largest of either side is the largest.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from graders.sandbox.footprint import _LargestFloatTensor
+from graders.sandbox.numpy_work_counter import NumpyWork
 
 
 def _shape(t: Any) -> tuple[int, ...]:
@@ -135,8 +138,9 @@ class _WorkCounter(_LargestFloatTensor):
 
 
 def counted_call(fn: Any, args: Any, kwargs: Any) -> tuple[Any, int, int]:
-    """fn(*args, **kwargs), the largest floating-point tensor it built, and its multiply-adds."""
-    mode = _WorkCounter()
+    """fn(*args, **kwargs), the largest floating-point tensor or NumPy array it built, and its
+    multiply-adds (torch's and NumPy's together)."""
+    mode, arrays = _WorkCounter(), NumpyWork()
     with mode:
-        result = fn(*args, **kwargs)
-    return result, mode.largest, mode.multiply_adds
+        result = arrays.call(fn, args, kwargs)
+    return result, max(mode.largest, arrays.largest), mode.multiply_adds + arrays.multiply_adds

@@ -24,6 +24,8 @@ from graders.checks import (
     left_padded_decoding_cost,
     llama_block_cost,
     llama_block_decode,
+    numpy_cached_generation,
+    numpy_cached_generation_cost,
     rope_attention_cost,
     rope_cached_attention,
 )
@@ -188,3 +190,75 @@ def test_the_cost_test_fails_when_the_counted_call_is_wrong(check: ModuleType, n
     report, _ = run(check, (cases_dir(check.SLUG) / case).read_text(), seed=3)
     test = next(t for t in report.tests if t.name == name)
     assert not test.passed and "differs by up to" in test.message and "multiply-adds" not in test.message
+
+
+# numpy-cached-generation: the NumPy half of the counter (graders/sandbox/numpy_work_counter.py),
+# float64 arrays. One decode_step over t cached rows (t + 1 after its own) costs 3 d^2 (q, k, v)
+# + 2 (t + 1) d (scores, weights @ v) + d^2 (W_o) + d V (W_lm); its largest array is the cache with
+# the new row, (t + 1, d).
+
+
+def numpy_step_sentence(madds: int, ref_madds: int) -> str:
+    t, d, _ = numpy_cached_generation_cost.COST
+    largest = (t + 1) * d
+    return cost.sentence("your decode step", madds, largest, ref_madds, largest, itemsize=8, library="NumPy")
+
+
+def numpy_reference_madds() -> int:
+    t, d, V = numpy_cached_generation_cost.COST
+    return 3 * d * d + 2 * (t + 1) * d + d * d + d * V
+
+
+def numpy_figure(code: str) -> str:
+    found = figure_of(numpy_cached_generation, numpy_cached_generation_cost.NAME, code)
+    return found.string
+
+
+def test_numpy_the_worked_solution_costs_exactly_what_the_reference_does() -> None:
+    code = (challenge_dir(numpy_cached_generation.SLUG) / "solution.py").read_text()
+    message = numpy_figure(code)
+    want = numpy_reference_madds()
+    assert want == 90_112  # 4 x 64^2 + 2 x 512 x 64 + 64 x 128
+    assert message == numpy_step_sentence(want, want)
+    assert message.startswith(
+        "your decode step: 90.1 k multiply-adds, largest tensor 256 KiB; reference: 90.1 k, 256 KiB "
+        "(1.00x the reference's multiply-adds, 1.00x its largest tensor). "
+        "Measured in the matrix products NumPy was asked for"
+    )
+
+
+def test_numpy_folding_the_output_projections_every_step_shows_its_multiply_adds() -> None:
+    """It passes (the figure decides nothing); W_o @ W_lm, rebuilt per step, costs d^2 V where the
+    reference's ctx @ W_o costs d^2: 6.77x."""
+    _, d, V = numpy_cached_generation_cost.COST
+    code = (cases_dir(numpy_cached_generation.SLUG) / "folded_output_wasteful.py").read_text()
+    message = numpy_figure(code)
+    want = numpy_reference_madds()
+    assert message == numpy_step_sentence(want - d * d + d * d * V, want)
+    assert "610.3 k multiply-adds" in message and "(6.77x the reference's multiply-adds, 1.00x" in message
+
+
+def test_numpy_the_cost_test_fails_only_on_wrong_logits() -> None:
+    code = (cases_dir(numpy_cached_generation.SLUG) / "not_scaled.py").read_text()
+    report, _ = run(numpy_cached_generation, code, seed=3)
+    test = next(t for t in report.tests if t.name == numpy_cached_generation_cost.NAME)
+    assert not test.passed and "the logit vector (128,) differs" in test.message
+    assert "multiply-adds" not in test.message
+
+
+def test_numpy_a_step_that_reruns_the_whole_sequence_shows_512x() -> None:
+    """recomputes_from_tokens.py (a failing case: it never reads cache["k"]) runs the full forward
+    over all t + 1 = 512 tokens: 512 (4 d^2 + d V) + 2 x 512^2 d multiply-adds, exactly 512x the
+    step's, and the (512, 512) scores, 8x the cache. The cost test itself passes: its logits are right."""
+    t, d, V = numpy_cached_generation_cost.COST
+    code = (cases_dir(numpy_cached_generation.SLUG) / "recomputes_from_tokens.py").read_text()
+    report, _ = run(numpy_cached_generation, code, seed=3)
+    test = next(t for t in report.tests if t.name == numpy_cached_generation_cost.NAME)
+    rows = t + 1
+    madds = rows * (4 * d * d + d * V) + 2 * rows * rows * d
+    assert madds == 512 * numpy_reference_madds()
+    largest = rows * rows
+    assert test.passed and test.message == cost.sentence(
+        "your decode step", madds, largest, numpy_reference_madds(), rows * d, itemsize=8, library="NumPy"
+    )
+    assert "(512.00x the reference's multiply-adds, 8.00x its largest tensor)" in test.message
