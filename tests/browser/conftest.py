@@ -22,6 +22,11 @@ from tests.live import free_port, serve
 CHROMIUM = os.environ.get("KVPREP_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
 CSP_REPORT = "Content Security Policy report:"
+# How long an expect() waits for what it expects (Playwright's default is 5 s). The API docs page
+# builds Swagger UI from a 1.6 MB bundle, and with the suite's three processes, their Chromiums and
+# servers on 2 cores (load 6-12 on a shared machine) it once took longer than 5 s to show a heading
+# that a quiet machine shows in under one.
+EXPECT_TIMEOUT_MS = 15_000
 
 
 @pytest.fixture(scope="session")
@@ -66,7 +71,9 @@ def clocked_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[s
 def browser() -> Iterator[object]:
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (.ci/run does)")
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=EXPECT_TIMEOUT_MS)
 
     with sync_playwright() as pw:
         instance = pw.chromium.launch(
