@@ -174,6 +174,21 @@ def test_an_update_that_rebuilds_the_layer_with_cat_passes_and_shows_the_layer()
     assert found["largest"] == "512 KiB" and found["ratios"] is None  # no ratio against none
 
 
+def test_a_ring_unrolled_by_concatenating_it_with_itself_passes_and_shows_twice_the_window() -> None:
+    """Written in place, read back through cat([ring, ring]): (B, H, 2 window, hd) against the kept."""
+    case = cases_dir(sliding_window_cache.SLUG) / "doubled_ring_wasteful.py"
+    found = cache_figure_of(sliding_window_cache, sliding_window_cost.NAME, case.read_text())
+    window, n_sink, B, H, hd = sliding_window_cost.COST
+    doubled, kept = B * H * 2 * window * hd * 4, B * H * (n_sink + window) * hd * 4
+    assert (found["madds"], found["largest"], found["ref_largest"]) == (
+        "0",
+        cost.size(doubled),
+        cost.size(kept),
+    )
+    assert (found["largest"], found["ref_largest"]) == ("1016 KiB", "512 KiB")
+    assert found["ratios"] == f"{doubled / kept:.2f}x its largest tensor" == "1.98x its largest tensor"
+
+
 def test_batched_paged_attention_shows_the_whole_padded_batch() -> None:
     """The batched path pads every table to the longest: B times the gathered path's largest tensor."""
     case = cases_dir(paged_kv_cache.SLUG) / "batched_attention.py"
