@@ -17,7 +17,7 @@ from graders.reference.kv_cache import KVCache
 from graders.sandbox.protocol import SubmissionLink
 from graders.sandbox.work_counter import counted_call
 
-COST = Dims(2, 2, 4, 512, 32)  # one layer's k is (B, H, max_len, hd) = (2, 4, 512, 32): 512 KiB
+COST = Dims(2, 1, 4, 512, 16)  # one layer's k is (B, H, max_len, hd) = (1, 4, 512, 16): 128 KiB
 NAME = (
     "an update's cost: multiply-adds and largest tensor counted against the reference's "
     f"(one new position into a cache of max_len={COST.max_len}, B={COST.batch}, H={COST.n_heads}, "

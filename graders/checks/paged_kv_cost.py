@@ -21,7 +21,7 @@ from graders.sandbox.protocol import Handle, SubmissionError, SubmissionLink
 from graders.sandbox.work_counter import counted_call
 
 ATTENTION = "paged_attention"
-COST = (3, 16, 4, 32, 256, 511)  # sequences, block_size, n_heads, head_dim, shortest and longest length
+COST = (3, 32, 4, 16, 256, 511)  # sequences, block_size, n_heads, head_dim (all four differ), lengths
 N_BLOCKS = COST[0] * blocks_for(COST[5], COST[1])  # room for every sequence at its longest
 NAME = (
     "paged_attention's cost: multiply-adds and largest tensor counted against the reference's "

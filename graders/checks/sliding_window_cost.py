@@ -22,7 +22,7 @@ from graders.sandbox.protocol import Handle, SubmissionLink
 from graders.sandbox.work_counter import counted_call
 
 ENTRY_POINT = "SlidingWindowCache"
-COST = (508, 4, 2, 4, 32)  # window, n_sink, B, H, hd: K = n_sink + window = 512 kept, 512 KiB each
+COST = (252, 4, 1, 4, 32)  # window, n_sink, B, H, hd: K = n_sink + window = 256 kept, 128 KiB each
 NAME = (
     "an update's cost: multiply-adds and largest tensor counted against the reference's "
     f"(one token into a full window={COST[0]}, n_sink={COST[1]}, B={COST[2]}, H={COST[3]}, hd={COST[4]})"

@@ -156,7 +156,7 @@ def test_the_worked_cache_solutions_cost_what_the_reference_does(check: ModuleTy
     elif check is sliding_window_cache:  # the kept (B, H, n_sink + window, hd) gathered once
         window, n_sink, B, H, hd = sliding_window_cost.COST
         kept_bytes = B * H * (n_sink + window) * hd * 4
-        assert (found["madds"], found["largest"]) == ("0", cost.size(kept_bytes)) == ("0", "512 KiB")
+        assert (found["madds"], found["largest"]) == ("0", cost.size(kept_bytes)) == ("0", "128 KiB")
         assert found["ratios"] == "1.00x its largest tensor"
     else:
         largest, madds = paged_sizes(found["what"])
@@ -171,7 +171,7 @@ def test_an_update_that_rebuilds_the_layer_with_cat_passes_and_shows_the_layer()
     dims = kv_cache_buffer_cost.COST
     layer_bytes = dims.batch * dims.n_heads * dims.max_len * dims.head_dim * 4  # (B, H, max_len, hd)
     assert (found["madds"], found["largest"], found["ref_largest"]) == ("0", cost.size(layer_bytes), None)
-    assert found["largest"] == "512 KiB" and found["ratios"] is None  # no ratio against none
+    assert found["largest"] == "128 KiB" and found["ratios"] is None  # no ratio against none
 
 
 def test_a_ring_unrolled_by_concatenating_it_with_itself_passes_and_shows_twice_the_window() -> None:
@@ -185,8 +185,8 @@ def test_a_ring_unrolled_by_concatenating_it_with_itself_passes_and_shows_twice_
         cost.size(doubled),
         cost.size(kept),
     )
-    assert (found["largest"], found["ref_largest"]) == ("1016 KiB", "512 KiB")
-    assert found["ratios"] == f"{doubled / kept:.2f}x its largest tensor" == "1.98x its largest tensor"
+    assert (found["largest"], found["ref_largest"]) == ("252 KiB", "128 KiB")
+    assert found["ratios"] == f"{doubled / kept:.2f}x its largest tensor" == "1.97x its largest tensor"
 
 
 def test_batched_paged_attention_shows_the_whole_padded_batch() -> None:

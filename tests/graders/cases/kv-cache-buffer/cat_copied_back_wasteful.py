@@ -2,7 +2,7 @@
 # Correct but wasteful: keeps the preallocated slab and returns views of it, but writes each update
 # by rebuilding the whole layer with torch.cat (past, new, the unwritten rest) and copying that back
 # in place. The storage never moves, so the views hold; every one-position step allocates a whole
-# (B, H, max_len, hd) layer twice (k and v). The cost report shows it, 512 KiB against the
+# (B, H, max_len, hd) layer twice (k and v). The cost report shows it, 128 KiB against the
 # reference's none (tests/graders/checks/test_cost_report.py).
 import torch
 
