@@ -51,9 +51,9 @@ def _expect_same(got: Any, want: tuple[torch.Tensor, torch.Tensor, torch.Tensor]
     if not isinstance(got, tuple | list) or len(got) != 3:
         raise Mismatch(f"{what} should return (k_kept, v_kept, positions), got {describe(got)}")
     for value, expected, name in zip(got, want, ("k_kept", "v_kept", "positions"), strict=True):
-        tensor = decode_tensor(value, f"{what}'s {name}")
+        tensor = decode_tensor(value, f"{what}: {name}")
         if name == "positions":
             if tensor.is_floating_point() or not torch.equal(tensor.long(), expected):
-                raise Mismatch(f"{what}'s positions are {tensor.tolist()}, expected {expected.tolist()}")
+                raise Mismatch(f"{what}: positions are {tensor.tolist()}, expected {expected.tolist()}")
         elif not close(tensor, expected):
-            raise Mismatch(explain_difference(tensor, expected, f"{what}'s {name} (B, H, K, hd)"))
+            raise Mismatch(f"{what}: " + explain_difference(tensor, expected, f"{name} (B, H, K, hd)"))

@@ -206,3 +206,23 @@ def test_a_reference_without_a_tensor_leaves_the_ratio_out() -> None:
     text = cost.sentence("your update", 0, 0, 0, 0)
     assert text.startswith("your update: 0 multiply-adds, no new tensor; reference: 0, no new tensor. ")
     assert "(a write in place or a view makes none)" in text
+
+
+WRONG = [
+    (kv_cache_buffer, kv_cache_buffer_cost.NAME, "writes_at_zero.py", "k_all (B, H, start + 1, hd) differs"),
+    (paged_kv_cache, paged_kv_cost.NAME, "attention_not_scaled.py", "the output (B, n_heads, 1, head_dim)"),
+    (sliding_window_cache, sliding_window_cost.NAME, "window_plus_one.py", "k_kept (B, H, K, hd) has shape"),
+]
+
+
+@pytest.mark.parametrize(
+    ("check", "name", "case", "said"), WRONG, ids=[f"{c.SLUG}/{case}" for c, _, case, _ in WRONG]
+)
+def test_the_cost_test_fails_for_a_wrong_answer_of_the_counted_call(
+    check: ModuleType, name: str, case: str, said: str
+) -> None:
+    """What decides is the counted call's answer, checked by the grader against the reference's."""
+    report, _ = run(check, (cases_dir(check.SLUG) / case).read_text(), seed=3)
+    test = next(t for t in report.tests if t.name == name)
+    assert not test.passed and said in test.message, test.message
+    assert "multiply-adds" not in test.message  # no figure for a wrong answer
