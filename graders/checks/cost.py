@@ -54,6 +54,9 @@ def size(n_bytes: int) -> str:
     return f"{n_bytes} B"
 
 
+NO_TENSOR = "no new tensor"  # a call that only writes in place and slices (a cache's update)
+
+
 def sentence(
     what: str,
     madds: int,
@@ -64,17 +67,23 @@ def sentence(
     library: str = "torch",
 ) -> str:
     """The figure: `largest` and `ref_largest` in elements of `itemsize` bytes (float32 by the contract;
-    numpy-cached-generation's float64 arrays: 8), the products counted being `library`'s."""
+    numpy-cached-generation's float64 arrays: 8), the products counted being `library`'s.
+
+    A ratio is left out where the reference's figure is 0 (a cache write does no matrix product,
+    and one that writes in place and returns views makes no tensor): the two figures still read."""
     ratios = []
     if ref_madds:
         ratios.append(f"{madds / ref_madds:.2f}x the reference's multiply-adds")
     if ref_largest:
         ratios.append(f"{largest / ref_largest:.2f}x its largest tensor")
+    mine = f"largest tensor {size(largest * itemsize)}" if largest else NO_TENSOR
+    theirs = size(ref_largest * itemsize) if ref_largest else NO_TENSOR
+    why_none = " (a write in place or a view makes none)" if not (largest and ref_largest) else ""
     return (
-        f"{what}: {count(madds)} multiply-adds, largest tensor {size(largest * itemsize)}; "
-        f"reference: {count(ref_madds)}, {size(ref_largest * itemsize)}"
+        f"{what}: {count(madds)} multiply-adds, {mine}; reference: {count(ref_madds)}, {theirs}"
         + (f" ({', '.join(ratios)})" if ratios else "")
-        + f". Measured in the matrix products {library} was asked for; {INFORMATIONAL}."
+        + f". Measured in the matrix products {library} was asked for and the floating-point tensors the call "
+        f"made{why_none}; {INFORMATIONAL}."
     )
 
 

@@ -33,6 +33,7 @@ from functools import partial
 
 import torch
 
+from graders.checks import kv_cache_buffer_cost
 from graders.checks.kv_cache_buffer_mistakes import (  # noqa: F401 - names the tests and the diagnosis use
     AT_ZERO,
     BOUNDS,
@@ -69,6 +70,7 @@ from graders.checks.kv_cache_buffer_replay import (
     replay,
 )
 from graders.checks.report import CheckReport, Mismatch, close, explain_difference, run_test
+from graders.checks.serving_common import figure_test
 from graders.reference.kv_cache import KVCache
 from graders.sandbox import outside
 from graders.sandbox.protocol import SubmissionError, SubmissionLink
@@ -275,4 +277,5 @@ def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
         "on every layer, and later updates see it",
         lambda: replay(report, session, beam, script, REORDER_VARIANTS),
     )
+    figure_test(report, kv_cache_buffer_cost.NAME, lambda: kv_cache_buffer_cost.figure(session, rng))
     return report

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from graders.checks import paged_kv_driver
+from graders.checks import paged_kv_cost, paged_kv_driver
 from graders.checks.paged_kv_driver import (
     CHANGES_ON_ERROR,
     COPIES_TOO_MUCH,
@@ -365,6 +365,7 @@ def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
         "blocks used against a contiguous T_max reservation",
         partial(_test_figure, report, session, rng),
     )
+    figure_test(report, paged_kv_cost.NAME, lambda: paged_kv_cost.figure(session, rng))
     return report
 
 

@@ -21,8 +21,10 @@ from typing import Any
 
 import torch
 
+from graders.checks import sliding_window_cost
 from graders.checks.attention_common import decode_tensor, describe, make_generator, randn, submission_context
 from graders.checks.report import CheckReport, Mismatch, close, explain_difference, run_test
+from graders.checks.serving_common import figure_test
 from graders.reference.sliding_window import SlidingWindowCache, kept_positions
 from graders.sandbox.protocol import Handle, SubmissionLink
 
@@ -335,4 +337,5 @@ def run(session: SubmissionLink, seed: int | None = None) -> CheckReport:
         "two caches at once each keep their own tokens in their own storage",
         _two_caches_test(session, report, gen),
     )
+    figure_test(report, sliding_window_cost.NAME, lambda: sliding_window_cost.figure(session, gen))
     return report

@@ -1,6 +1,8 @@
 """The cost report (graders/checks/cost.py): one named test of decode-step's,
-rope-cached-attention's, gqa-attention's and llama-block-decode's batteries counts the submission's
-multiply-adds and largest tensor against the reference's, and says the figure only informs."""
+rope-cached-attention's, gqa-attention's and llama-block-decode's batteries, of the three cache
+batteries (kv-cache-buffer, paged-kv-cache, sliding-window-cache), of int8-kv-cache's,
+left-padded-decoding's and numpy-cached-generation's, counts the submission's multiply-adds and
+largest tensor against the reference's, and says the figure only informs."""
 
 from __future__ import annotations
 
@@ -20,16 +22,23 @@ from graders.checks import (
     gqa_attention_cost,
     int8_kv_cache,
     int8_kv_cache_cost,
+    kv_cache_buffer,
+    kv_cache_buffer_cost,
     left_padded_decoding,
     left_padded_decoding_cost,
     llama_block_cost,
     llama_block_decode,
     numpy_cached_generation,
     numpy_cached_generation_cost,
+    paged_kv_cache,
+    paged_kv_cost,
     rope_attention_cost,
     rope_cached_attention,
+    sliding_window_cache,
+    sliding_window_cost,
 )
 from graders.reference.decode import step as reference_step
+from graders.reference.paged_cache import blocks_for
 from graders.sandbox.work_counter import counted_call
 from tests.graders.checks.helpers import cases_dir, challenge_dir, run
 
@@ -262,3 +271,119 @@ def test_numpy_a_step_that_reruns_the_whole_sequence_shows_512x() -> None:
         "your decode step", madds, largest, numpy_reference_madds(), rows * d, itemsize=8, library="NumPy"
     )
     assert "(512.00x the reference's multiply-adds, 8.00x its largest tensor)" in test.message
+
+
+# --- the cache batteries: a write does no matrix product, so the largest tensor is the figure -------
+
+CACHE_FIGURE = re.compile(
+    r"your (?P<what>[^:]+): (?P<madds>[\d.]+(?: [kM])?) multiply-adds, "
+    r"(?:largest tensor (?P<largest>[\d.]+ \w+)|no new tensor); "
+    r"reference: (?P<ref_madds>[\d.]+(?: [kM])?), (?:(?P<ref_largest>[\d.]+ \w+)|no new tensor)"
+    r"(?: \((?P<ratios>[^)]*)\))?\. "
+)
+CACHES = [
+    (kv_cache_buffer, kv_cache_buffer_cost.NAME),
+    (paged_kv_cache, paged_kv_cost.NAME),
+    (sliding_window_cache, sliding_window_cost.NAME),
+]
+
+
+def cache_figure_of(check: ModuleType, name: str, code: str) -> re.Match[str]:
+    report, _ = run(check, code, seed=3)
+    test = next(t for t in report.tests if t.name == name)
+    assert test.passed, test.message
+    assert report.tests[-1] is test  # last in the battery: every other test ran first
+    found = CACHE_FIGURE.match(test.message)
+    assert found, test.message
+    assert "never decides the verdict" in test.message
+    return found
+
+
+def paged_sizes(what: str) -> tuple[int, int]:
+    """The gathered path's largest tensor (bytes) and multiply-adds for the lengths the figure names."""
+    _, bs, H, hd, _, _ = paged_kv_cost.COST
+    lengths = [int(n) for n in re.findall(r"\d+", what.split("sequences of ")[1].split(" tokens")[0])]
+    assert len(lengths) == paged_kv_cost.COST[0], what
+    longest_blocks = max(blocks_for(n, bs) for n in lengths)
+    return H * longest_blocks * bs * hd * 4, sum(H * n * 2 * hd for n in lengths)  # q k^T and weights @ v
+
+
+@pytest.mark.parametrize(("check", "name"), CACHES, ids=[check.SLUG for check, _ in CACHES])
+def test_the_worked_cache_solutions_cost_what_the_reference_does(check: ModuleType, name: str) -> None:
+    found = cache_figure_of(check, name, (challenge_dir(check.SLUG) / "solution.py").read_text())
+    assert (found["madds"], found["largest"]) == (found["ref_madds"], found["ref_largest"])
+    if check is kv_cache_buffer:  # written in place, handed back as views: no tensor on either side
+        assert (found["madds"], found["largest"], found["ratios"]) == ("0", None, None)
+    elif check is sliding_window_cache:  # the kept (B, H, n_sink + window, hd) gathered once
+        window, n_sink, B, H, hd = sliding_window_cost.COST
+        kept_bytes = B * H * (n_sink + window) * hd * 4
+        assert (found["madds"], found["largest"]) == ("0", cost.size(kept_bytes)) == ("0", "128 KiB")
+        assert found["ratios"] == "1.00x its largest tensor"
+    else:
+        largest, madds = paged_sizes(found["what"])
+        assert (found["largest"], found["madds"]) == (cost.size(largest), cost.count(madds))
+        assert found["ratios"] == "1.00x the reference's multiply-adds, 1.00x its largest tensor"
+
+
+def test_an_update_that_rebuilds_the_layer_with_cat_passes_and_shows_the_layer() -> None:
+    """Copied back in place, so its views hold and it passes; every step allocates a whole layer."""
+    case = cases_dir(kv_cache_buffer.SLUG) / "cat_copied_back_wasteful.py"
+    found = cache_figure_of(kv_cache_buffer, kv_cache_buffer_cost.NAME, case.read_text())
+    dims = kv_cache_buffer_cost.COST
+    layer_bytes = dims.batch * dims.n_heads * dims.max_len * dims.head_dim * 4  # (B, H, max_len, hd)
+    assert (found["madds"], found["largest"], found["ref_largest"]) == ("0", cost.size(layer_bytes), None)
+    assert found["largest"] == "128 KiB" and found["ratios"] is None  # no ratio against none
+
+
+def test_a_ring_unrolled_by_concatenating_it_with_itself_passes_and_shows_twice_the_window() -> None:
+    """Written in place, read back through cat([ring, ring]): (B, H, 2 window, hd) against the kept."""
+    case = cases_dir(sliding_window_cache.SLUG) / "doubled_ring_wasteful.py"
+    found = cache_figure_of(sliding_window_cache, sliding_window_cost.NAME, case.read_text())
+    window, n_sink, B, H, hd = sliding_window_cost.COST
+    doubled, kept = B * H * 2 * window * hd * 4, B * H * (n_sink + window) * hd * 4
+    assert (found["madds"], found["largest"], found["ref_largest"]) == (
+        "0",
+        cost.size(doubled),
+        cost.size(kept),
+    )
+    assert (found["largest"], found["ref_largest"]) == ("252 KiB", "128 KiB")
+    assert found["ratios"] == f"{doubled / kept:.2f}x its largest tensor" == "1.97x its largest tensor"
+
+
+def test_batched_paged_attention_shows_the_whole_padded_batch() -> None:
+    """The batched path pads every table to the longest: B times the gathered path's largest tensor."""
+    case = cases_dir(paged_kv_cache.SLUG) / "batched_attention.py"
+    found = cache_figure_of(paged_kv_cache, paged_kv_cost.NAME, case.read_text())
+    n_seqs, bs, H, hd, _, _ = paged_kv_cost.COST
+    largest, madds = paged_sizes(found["what"])
+    padded = largest // (H * hd * 4)  # positions of the longest table, every row padded to it
+    assert (found["ref_largest"], found["ref_madds"]) == (cost.size(largest), cost.count(madds))
+    assert found["largest"] == cost.size(n_seqs * largest)
+    assert found["madds"] == cost.count(n_seqs * H * padded * 2 * hd)
+    assert f"{n_seqs:.2f}x its largest tensor" in found["ratios"]
+
+
+def test_a_reference_without_a_tensor_leaves_the_ratio_out() -> None:
+    text = cost.sentence("your update", 0, 0, 0, 0)
+    assert text.startswith("your update: 0 multiply-adds, no new tensor; reference: 0, no new tensor. ")
+    assert "(a write in place or a view makes none)" in text
+
+
+WRONG = [
+    (kv_cache_buffer, kv_cache_buffer_cost.NAME, "writes_at_zero.py", "k_all (B, H, start + 1, hd) differs"),
+    (paged_kv_cache, paged_kv_cost.NAME, "attention_not_scaled.py", "the output (B, n_heads, 1, head_dim)"),
+    (sliding_window_cache, sliding_window_cost.NAME, "window_plus_one.py", "k_kept (B, H, K, hd) has shape"),
+]
+
+
+@pytest.mark.parametrize(
+    ("check", "name", "case", "said"), WRONG, ids=[f"{c.SLUG}/{case}" for c, _, case, _ in WRONG]
+)
+def test_the_cost_test_fails_for_a_wrong_answer_of_the_counted_call(
+    check: ModuleType, name: str, case: str, said: str
+) -> None:
+    """What decides is the counted call's answer, checked by the grader against the reference's."""
+    report, _ = run(check, (cases_dir(check.SLUG) / case).read_text(), seed=3)
+    test = next(t for t in report.tests if t.name == name)
+    assert not test.passed and said in test.message, test.message
+    assert "multiply-adds" not in test.message  # no figure for a wrong answer
