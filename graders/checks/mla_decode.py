@@ -14,7 +14,7 @@ below 64 except in the long-cache test, whose tolerance widens with the position
 The absorption rule (mla_decode_rule.py) is measured on every decode call (T = 1): the recorder's
 largest floating-point tensor must hold fewer than B * H * S * min(d_nope, d_v) numbers where S
 makes that well above the latent cache, the scores, the query and every weight. On a long cache
-(S = 2048, B = 2, H = 64, mla_decode_long.py) the grader also reads the kernel's peak of the
+(S = 2048, B = 2, H = 16, mla_decode_long.py) the grader also reads the kernel's peak of the
 process's resident memory around each decode call, and a call above a budget that fits the inputs
 and outputs twice over and a few score-sized tensors fails whatever the recorder said. The last
 test counts a decode call's multiply-adds and largest tensor against the reference's (the cost

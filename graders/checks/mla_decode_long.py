@@ -1,6 +1,6 @@
 """mla-decode's decode calls on a long cache, measured from outside, and the cost report.
 
-On a long cache (S = 2048, B = 2, H = 64: per-head keys or values of 32 MiB and more) each decode
+On a long cache (S = 2048, B = 2, H = 16: per-head keys or values of 32 MiB and more) each decode
 call is measured by the recorder and by the kernel (mla_decode_rule.py) and compared with the
 reference in float32. The weights travel once, into a dict the grader makes in the submission's
 process (`new_dict`), and every call names that dict: they are the model's, the same on every
@@ -30,9 +30,14 @@ from graders.sandbox.protocol import SubmissionLink
 from graders.sandbox.work_counter import counted_call
 
 BASES = (500.0, 2500.0, 40000.0)  # never 10000: a non-default base tells BASE_IGNORED apart
-# B, S, d, H, d_nope, d_rope, d_c, d_v of the long cache: all different; d, which is not the point
-# here, small, so the weights (mostly w_uk and w_uv, H x d_c wide) stay a few hundred thousand numbers.
-LONG = (2, 2048, 24, 64, 40, 16, 48, 32)
+# B, S, d, H, d_nope, d_rope, d_c, d_v of the long cache: all different. Per-head keys and values
+# are B x H x S x d_nope and d_v numbers (40 and 32 MiB) while a decode call's own work is
+# B x H x S x (2 d_c + d_rope) multiply-adds and a softmax over B x H x S scores, so the heads are few
+# and wide (d_nope = 160 and d_v = 128, rather than 64 heads of 40 and 32), and d, d_rope and d_c,
+# which are not the point here, small: a call does about a ninth of the multiply-adds that H = 64,
+# d_rope = 16 and d_c = 48 took and a quarter of the scores, its cache (sent, and returned) is
+# 0.5 MB and the weights (mostly w_q, w_uk and w_uv) a few hundred thousand numbers.
+LONG = (2, 2048, 24, 16, 160, 12, 20, 128)
 LONG_STEPS = 3
 COST = (1, 512, 48, 8, 24, 8, 16, 20)  # the cost report's decode call, same order
 

@@ -118,7 +118,8 @@ def mla_attention(
     # q_latent @ c[:, None].mT, would copy the latent once per head inside torch: (B, H, d_c, S).
     scores = torch.einsum("bhtc,bsc->bhts", q_latent, c) + torch.einsum("bhtr,bsr->bhts", q_rope, k_rope)
     scores = scores / math.sqrt(dims.d_nope + dims.d_rope)  # (B, H, T, S)
-    scores = scores.masked_fill(~_causal(T, c.shape[1]), float("-inf"))
+    if T > 1:  # one new token sees every position: its mask would hide nothing
+        scores = scores.masked_fill(~_causal(T, c.shape[1]), float("-inf"))
     o_latent = torch.einsum("bhts,bsc->bhtc", torch.softmax(scores, dim=-1), c)  # (B, H, T, d_c)
     o = torch.einsum("bhtc,hcv->bhtv", o_latent, weights["w_uv"])  # (B, H, T, d_v)
     y = o.transpose(1, 2).reshape(B, T, n_heads * dims.d_v) @ weights["w_o"]  # (B, T, d)
