@@ -82,8 +82,8 @@ def sentence(
     return (
         f"{what}: {count(madds)} multiply-adds, {mine}; reference: {count(ref_madds)}, {theirs}"
         + (f" ({', '.join(ratios)})" if ratios else "")
-        + f". Measured in the matrix products {library} was asked for and the floating-point tensors the call "
-        f"made{why_none}; {INFORMATIONAL}."
+        + f". Measured in the matrix products {library} was asked for and the floating-point tensors "
+        f"the call made{why_none}; {INFORMATIONAL}."
     )
 
 
