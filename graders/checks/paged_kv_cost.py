@@ -15,9 +15,9 @@ from graders.checks import cost
 from graders.checks.attention_common import submission_context
 from graders.checks.paged_kv_driver import ENTRY_POINT
 from graders.checks.report import Mismatch, as_tensor, close, explain_difference
-from graders.checks.serving_common import Rng, call_entry
+from graders.checks.serving_common import Rng, call_entry, entry_point_call
 from graders.reference.paged_cache import PagedKVCache, attend_gathered, blocks_for
-from graders.sandbox.protocol import Handle, SubmissionError, SubmissionLink
+from graders.sandbox.protocol import Handle, SubmissionLink
 from graders.sandbox.work_counter import counted_call
 
 ATTENTION = "paged_attention"
@@ -45,12 +45,12 @@ def figure(session: SubmissionLink, rng: Rng) -> str:
     over = f"over sequences of {', '.join(map(str, lengths))} tokens"
     what = f"paged_attention(q, cache, seq_ids) {over} in blocks of {bs}, q (B, H, 1, hd) = {tuple(q.shape)}"
     with submission_context(what):
-        try:
-            got, largest, madds = session.call_counted(ATTENTION, q, cache, seq_ids)
-        except (SubmissionError, KeyError):
-            if not session.has(ATTENTION):  # asked only once the call failed, as call_entry does
-                raise Mismatch(f"your code defines no top-level `{ATTENTION}`: the grader calls it") from None
-            raise
+        got, largest, madds = entry_point_call(
+            session,
+            ATTENTION,
+            lambda: session.call_counted(ATTENTION, q, cache, seq_ids),
+            missing="your code defines no top-level `{name}`: the grader calls it",
+        )
     ref = PagedKVCache(N_BLOCKS, bs, H, hd)
     for seq, (k, v) in zip(seq_ids, kv, strict=True):
         ref.append(seq, k, v)

@@ -4,7 +4,7 @@
   used, acceptance rate, error and bytes): the verdict shows a passed test's message beside
   its name, so the figure sits with the tests without changing the verdict's JSON shape;
 - `call_entry`: call a module-level entry point, failing the test with a clear sentence when
-  the submission does not define it;
+  the submission does not define it (`entry_point_call`: the same for a counted or measured call);
 - `Rng`: Python and torch generators from one seed (fresh per run unless a test pins it).
 """
 
@@ -13,13 +13,15 @@ from __future__ import annotations
 import random
 import secrets
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
 from graders.checks.report import CheckReport, Mismatch, run_test
 from graders.sandbox.protocol import SubmissionError, SubmissionLink
 from graders.verdict import TestResult
+
+T = TypeVar("T")
 
 
 class Rng:
@@ -46,13 +48,22 @@ def figure_test(report: CheckReport, name: str, body: Callable[[], str]) -> bool
 def call_entry(session: SubmissionLink, name: str, *args: Any, **kwargs: Any) -> Any:
     """session.call(name, ...); a name the code does not define fails the test saying so (asked
     only once the call failed: asking first cost a round trip per call)."""
+    return entry_point_call(session, name, lambda: session.call(name, *args, **kwargs))
+
+
+def entry_point_call(
+    session: SubmissionLink,
+    name: str,
+    call: Callable[[], T],
+    missing: str = "your code defines no top-level `{name}`: the grader calls it by that name",
+) -> T:
+    """call() of the entry point `name` (plain, counted, measured); when it fails and the code
+    does not define `name`, the test fails with `missing` instead (asked only then, as call_entry)."""
     try:
-        return session.call(name, *args, **kwargs)
+        return call()
     except (SubmissionError, KeyError):
         if not session.has(name):
-            raise Mismatch(
-                f"your code defines no top-level `{name}`: the grader calls it by that name"
-            ) from None
+            raise Mismatch(missing.format(name=name)) from None
         raise
 
 
