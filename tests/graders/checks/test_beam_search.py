@@ -262,6 +262,7 @@ def test_the_model_refuses_float_tokens_and_rows_out_of_range() -> None:
     assert len(model.refusals) == 3 and model.prefills == 1
 
 
+@pytest.mark.sandbox
 def test_searches_after_one_that_raised_are_still_made_and_judged_in_the_sandbox() -> None:
     """Every search goes out in one round trip; one that raises stops that batch, and each search
     after it, never made there, is made alone: the sandbox's verdict is the in-process one."""
