@@ -255,6 +255,49 @@ def _tree_stamp(root: Path) -> tuple[tuple[str, int, int], ...]:
 
 
 @pytest.fixture(autouse=True, scope="session")
+def _one_route_analysis_per_process() -> Iterator[None]:
+    """FastAPI's analysis of each endpoint's parameters and dependencies, done once per test process.
+
+    FastAPI (0.16x) analyses every route again for every app that includes it (signature
+    inspection and a model field per parameter, recursively through the dependencies), on the
+    app's first request and on the first url_for of each router: 35% of the CPU of the route tests,
+    which start an app per test (py-spy over tests/routes/test_security.py and
+    test_hostile_inputs.py). The analysis depends only on the endpoint, its path and its
+    dependencies, and the routes are module-level, shared by every app, so it is kept per
+    (path, endpoint, dependencies) here. Only a module-level endpoint is kept (one made per app
+    would never recur and would keep its app alive); dependency overrides are looked up on the app
+    at each request, never in the analysis, so a test's overrides still apply. Each app still gets
+    its own route contexts, body models and handlers.
+    """
+    import fastapi.routing
+
+    real = getattr(fastapi.routing, "_build_dependant_with_parameterless_dependencies", None)
+    if real is None:  # another FastAPI: it is analysed as it would be anyway
+        yield
+        return
+    kept: dict[tuple[str, int, tuple[int, ...]], tuple[object, Any]] = {}
+
+    def analysed(*, path: str, call: Any, dependencies: Any) -> Any:
+        if "<locals>" in getattr(call, "__qualname__", "<locals>"):
+            return real(path=path, call=call, dependencies=dependencies)
+        key = (path, id(call), tuple(id(d) for d in dependencies))
+        hit = kept.get(key)
+        if hit is None:
+            # The call and the dependencies are kept with the result, so their ids are never reused.
+            hit = kept[key] = (
+                (call, list(dependencies)),
+                real(path=path, call=call, dependencies=dependencies),
+            )
+        return hit[1]
+
+    fastapi.routing._build_dependant_with_parameterless_dependencies = analysed
+    try:
+        yield
+    finally:
+        fastapi.routing._build_dependant_with_parameterless_dependencies = real
+
+
+@pytest.fixture(autouse=True, scope="session")
 def _one_catalog_and_fork_server_per_process() -> Iterator[None]:
     """What every test app would otherwise redo at its start, done once per test process.
 
