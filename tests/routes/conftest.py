@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from app.config import Settings
 from app.main import create_app
 from app.services.clock import ManualClock
+from tests.conftest import note_bank_synced
 from tests.services.factories import fast_settings
 
 # The mock interview tests' server clock starts here (a Monday morning); a test moves it.
@@ -24,6 +25,7 @@ def grading_client(db_url: str) -> Iterator[TestClient]:
         database_url=db_url, grading_workers=1, embedded_queue="memory", submissions_per_minute=5
     )
     with TestClient(create_app(settings)) as client:
+        note_bank_synced(settings)
         yield client
 
 
@@ -35,7 +37,9 @@ def clock() -> ManualClock:
 @pytest.fixture
 def app_client(db_url: str, clock: ManualClock) -> Iterator[TestClient]:
     """An app on the test's clock, with cheap hashing and no grading thread."""
-    app = create_app(fast_settings(db_url))
+    settings = fast_settings(db_url)
+    app = create_app(settings)
     app.state.clock = clock
     with TestClient(app) as client:
+        note_bank_synced(settings)
         yield client
