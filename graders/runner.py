@@ -20,6 +20,7 @@ from types import ModuleType
 from typing import Any
 
 from graders.checks import load_check
+from graders.checks.remembered import remembering
 from graders.limits import Limits
 from graders.sandbox.client import (
     ForkServerClient,
@@ -114,7 +115,8 @@ def _run(check: ModuleType, slug: str, code: str, session: SandboxLink, entry: s
                     diagnosis=[f"Define `{entry}` at the top level of your file (check its spelling)."],
                 )
             )
-        report = check.run(session)
+        with remembering():  # one verdict computes each known-wrong variant once, however often asked
+            report = check.run(session)
         if session.failure is not None:  # a check that swallowed it does not get to ignore it
             raise session.failure
     except LoadError as exc:

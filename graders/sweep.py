@@ -91,7 +91,10 @@ def grade_in_process(slug: str, path: Path, seed: int) -> Any:
         return None
     if not session.has(check.ENTRY_POINT):
         return None
-    return check.run(session, seed=seed)
+    from graders.checks.remembered import remembering
+
+    with remembering():  # within the sweep's own scope (main), shared by every case on this seed
+        return check.run(session, seed=seed)
 
 
 Grade = Callable[[str, Path, int], Any]
@@ -175,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     from graders.checks import CHALLENGE_MODULES
+    from graders.checks.remembered import remembering
 
     unknown = [s for s in args.challenge or [] if s not in CHALLENGE_MODULES]
     if unknown or args.seeds < 1 or args.jobs < 1:
@@ -187,7 +191,10 @@ def main(argv: list[str] | None = None) -> int:
     work = [(case, 0, args.seeds) for case in cases]
     holes = flaky = 0
     outcomes: list[Outcome] = []
-    with ProcessPoolExecutor(args.jobs) if args.jobs > 1 else _Serial() as pool:
+    # One scope for the whole run: every golden case of a challenge on a seed draws the same inputs,
+    # so its mistakes' variants are computed once while they fit the scope's budget (--jobs > 1:
+    # once per verdict, in grade_in_process's scope in the worker).
+    with remembering(), ProcessPoolExecutor(args.jobs) if args.jobs > 1 else _Serial() as pool:
         for o in pool.map(_sweep_one, work):  # printed as they come: a full sweep takes minutes
             outcomes.append(o)
             bad = bool(o.passed_on or o.crashed or o.failed_on)

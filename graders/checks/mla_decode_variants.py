@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from graders.checks.remembered import remembered
 from graders.checks.rope_common import (
     BASE_IGNORED,
     DEFAULT_BASE,
@@ -200,6 +201,7 @@ def applicable(mistake: str, dims: MLADims, T: int, s_past: int, base: float) ->
     return True
 
 
+@remembered  # asked for by each comparison of a wrong call, and by every golden mistake on a seed
 def layer_variants(
     x: torch.Tensor, weights: dict[str, torch.Tensor], n_heads: int, past: dict[str, Any] | None, base: float
 ) -> dict[str, LayerOut]:

@@ -34,6 +34,7 @@ from graders.checks.attention_common import (
     scale_factor,
     submission_context,
 )
+from graders.checks.remembered import remembered
 from graders.checks.report import CheckReport, Mismatch, close, run_test
 from graders.checks.rope_common import (
     BASE_IGNORED,
@@ -46,6 +47,7 @@ from graders.checks.rope_common import (
     SCALE_SQRT_D,
     THETA_EXPONENT,
     WRONG_WAY,
+    LayerOut,
     cache_tensor,
     cache_variants,
     call_layer,
@@ -158,30 +160,43 @@ class _Sequence:
     def past(self, s: int) -> dict[str, torch.Tensor]:
         return {"k": self.k[:, :, :s], "v": self.v[:, :, :s]}  # float64
 
-    def variants(self, s: int, n: int, past: dict[str, torch.Tensor] | None = None) -> dict[str, Any]:
+    def variants(self, s: int, n: int, past: dict[str, torch.Tensor] | None = None) -> dict[str, LayerOut]:
         """Each mistake's (y, k, v) for the call on tokens s..s+n over `past` (default: the true cache)."""
-        x = self.x[:, s : s + n].double()
-        w_qkv, w_o = self.w_qkv.double(), self.w_o.double()
         past = self.past(s) if past is None else past
-        positions = torch.arange(s, s + n)
-        causal = torch.ones(n, s + n, dtype=torch.bool).tril(s)[None, None]  # (1, 1, n, S)
-        layer = partial(rope_layer, x, w_qkv, w_o, self.h, past, base=self.base)
-        out = {
-            ROTATES_VALUES: layer(positions, causal, rotate_v=True),
-            NO_ROPE_Q: layer(positions, causal, rotate_q=False),
-            NO_ROPE_K: layer(positions, causal, rotate_k=False),
-            SCALE_SQRT_D: layer(positions, causal, scale=scale_factor("sqrt_d", self.d, self.d // self.h)),
-        }
-        for mistake, rotate in wrong_rotations(self.base):
-            out[mistake] = layer(positions, causal, rotate=rotate)
-        if s > 0:
-            out[POSITIONS_RESTART] = layer(torch.arange(n), causal)
-            out[ROTATES_TWICE] = layer(positions, causal, rerotate_cached=True)
-            out[MASK_NOT_OFFSET] = layer(
-                positions, torch.ones(n, s + n, dtype=torch.bool).tril(0)[None, None]
-            )
-        out[CACHE_UNROTATED] = layer(positions, causal, rotate_k=False)  # its k is the unrotated cache
-        return out
+        x = self.x[:, s : s + n].double()
+        return call_variants(x, self.w_qkv.double(), self.w_o.double(), self.h, self.base, s, past)
+
+
+@remembered  # y, k and v of a wrong call each ask for them, as does every golden mistake on a seed
+def call_variants(
+    x: torch.Tensor,
+    w_qkv: torch.Tensor,
+    w_o: torch.Tensor,
+    h: int,
+    base: float,
+    s: int,
+    past: dict[str, torch.Tensor],
+) -> dict[str, LayerOut]:
+    """Each mistake's (y, k, v) for a call on the n tokens x (B, n, d) at positions s..s+n over
+    `past` (k, v each (B, h, s, hd)); float64."""
+    n, d = x.shape[1], x.shape[2]
+    positions = torch.arange(s, s + n)
+    causal = torch.ones(n, s + n, dtype=torch.bool).tril(s)[None, None]  # (1, 1, n, S)
+    layer = partial(rope_layer, x, w_qkv, w_o, h, past, base=base)
+    out = {
+        ROTATES_VALUES: layer(positions, causal, rotate_v=True),
+        NO_ROPE_Q: layer(positions, causal, rotate_q=False),
+        NO_ROPE_K: layer(positions, causal, rotate_k=False),
+        SCALE_SQRT_D: layer(positions, causal, scale=scale_factor("sqrt_d", d, d // h)),
+    }
+    for mistake, rotate in wrong_rotations(base):
+        out[mistake] = layer(positions, causal, rotate=rotate)
+    if s > 0:
+        out[POSITIONS_RESTART] = layer(torch.arange(n), causal)
+        out[ROTATES_TWICE] = layer(positions, causal, rerotate_cached=True)
+        out[MASK_NOT_OFFSET] = layer(positions, torch.ones(n, s + n, dtype=torch.bool).tril(0)[None, None])
+    out[CACHE_UNROTATED] = layer(positions, causal, rotate_k=False)  # its k is the unrotated cache
+    return out
 
 
 def _y_variants(seq: _Sequence, s: int, n: int, past: dict[str, torch.Tensor] | None = None) -> list[Variant]:

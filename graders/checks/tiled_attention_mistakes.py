@@ -11,6 +11,7 @@ from functools import partial
 import torch
 
 from graders.checks.attention_common import Variant
+from graders.checks.remembered import remembered
 from graders.reference.tiled import causal_visible, merge_attention
 
 NO_RESCALE = (
@@ -136,6 +137,7 @@ def tiled_variant(
     return o / l[..., None] if normalise else o
 
 
+@remembered  # a mismatch on the same inputs (every golden mistake, same seed) reuses them
 def tiled_variants(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_size: int, causal: bool
 ) -> list[Variant]:

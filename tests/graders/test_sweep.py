@@ -7,6 +7,7 @@ case and seed (a file's tests share one pytest-xdist process)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 
 from app.services.mistake_hints import with_mistake_hints
 from graders.checks import CHALLENGE_MODULES
+from graders.checks.remembered import remembering
 from graders.mistakes import mistakes_in, named_mistakes
 from graders.sweep import (
     CHALLENGES,
@@ -32,6 +34,14 @@ from tests.graders.golden import Case, golden_cases, hints_of
 CI_SEEDS = (0, 1, 2)
 RIGHT_ANSWER_SEEDS = (*CI_SEEDS, 14, 82)
 _SEED_ZERO: dict[tuple[str, Path], Any] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _shared_variants() -> Iterator[None]:
+    """One scope for the file: a challenge's golden cases on a seed draw the same inputs, so the
+    known-wrong variants a battery computes to name a mistake are computed once for all of them."""
+    with remembering():
+        yield
 
 
 def graded(slug: str, path: Path, seed: int) -> Any:
