@@ -236,34 +236,41 @@ class NumpyWork:
         return self._unwrap(result, 0, seen)
 
     def _wrap(self, value: Any, depth: int, seen: set[int]) -> Any:
-        if type(value) is np.ndarray and value.dtype.kind != "O":
-            view = value.view(CountedArray)
-            self._originals[id(view)] = (view, value)
-            return view
-        if depth >= MAX_DEPTH or id(value) in seen:
-            return value
-        seen.add(id(value))
-        if type(value) is dict:  # in place: the call may keep the dict (a cache it appends to)
-            for key in list(value):
-                value[key] = self._wrap(value[key], depth + 1, seen)
-        elif type(value) is list:
-            value[:] = [self._wrap(item, depth + 1, seen) for item in value]
-        elif type(value) is tuple:
-            return tuple(self._wrap(item, depth + 1, seen) for item in value)
-        return value
+        return self._walk(value, self._counted_view, depth, seen)
 
     def _unwrap(self, value: Any, depth: int, seen: set[int]) -> Any:
-        if isinstance(value, CountedArray):
-            view, original = self._originals.get(id(value), (None, None))
-            return original if view is value else value.view(np.ndarray)
+        return self._walk(value, self._plain, depth, seen)
+
+    def _walk(self, value: Any, convert: Callable[[Any], Any], depth: int, seen: set[int]) -> Any:
+        """`convert(value)` where it gives an array, else the same walk into dicts and lists (in
+        place: the call may keep the dict, a cache it appends to) and tuples (rebuilt), down to
+        MAX_DEPTH and into each container once."""
+        converted = convert(value)
+        if converted is not None:
+            return converted
         if depth >= MAX_DEPTH or id(value) in seen:
             return value
         seen.add(id(value))
         if type(value) is dict:
             for key in list(value):
-                value[key] = self._unwrap(value[key], depth + 1, seen)
+                value[key] = self._walk(value[key], convert, depth + 1, seen)
         elif type(value) is list:
-            value[:] = [self._unwrap(item, depth + 1, seen) for item in value]
+            value[:] = [self._walk(item, convert, depth + 1, seen) for item in value]
         elif type(value) is tuple:
-            return tuple(self._unwrap(item, depth + 1, seen) for item in value)
+            return tuple(self._walk(item, convert, depth + 1, seen) for item in value)
         return value
+
+    def _counted_view(self, value: Any) -> CountedArray | None:
+        """A plain ndarray (not one of Python objects) as a counted view of itself, remembered; else None."""
+        if type(value) is np.ndarray and value.dtype.kind != "O":
+            view = value.view(CountedArray)
+            self._originals[id(view)] = (view, value)
+            return view
+        return None
+
+    def _plain(self, value: Any) -> np.ndarray | None:
+        """A counted view as the array it was made from (a fresh one as a plain view); else None."""
+        if isinstance(value, CountedArray):
+            view, original = self._originals.get(id(value), (None, None))
+            return original if view is value else value.view(np.ndarray)
+        return None
