@@ -35,7 +35,12 @@ from graders.sandbox.protocol import SubmissionLink
 T, D, F_, E, TOP_K = 2048, 128, 256, 64, 1
 BUDGET_FACTOR = 6.0
 SLACK_S = 0.1  # decoding the inputs in the child and first touching their pages
-RETRIES = 3  # calls at most, when the first is over budget
+RETRIES = 3  # calls at most, when the first is over budget but within RETRY_WITHIN of it
+# A call more than this many budgets over is the work, not the machine: every expert on every token
+# measured 2.9-3.4 x the budget (quiet and with 4 busy loops on 2 cores), the shipped solution 0.26 x,
+# so the right answer would need 8 x its CPU time to be refused unretried. Retrying the dense case
+# cost it the run's 10 s wall clock on a crowded CI machine (timeout instead of its verdict).
+RETRY_WITHIN = 2.0
 DENSE_CPU = "runs every expert on every token (by the CPU time its process used)"
 
 
@@ -92,7 +97,7 @@ def test_cpu_time(report: CheckReport, session: SubmissionLink, rng: Rng) -> str
     # as the reference's best of three does. Each retry gets fresh inputs, so an answer remembered
     # from a slow first call cannot pass; dense work is 64 x over on every call.
     for _ in range(RETRIES - 1):
-        if used <= budget:
+        if used <= budget or used > RETRY_WITHIN * budget:
             break
         again = _timed_call(session, _inputs(rng))
         if again is not None:
