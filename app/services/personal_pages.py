@@ -112,14 +112,19 @@ class PersonalPages:
 
     def recent(self, user_id: int, name: str, credential: str, now: datetime) -> bytes | None:
         """The kept page if a check younger than RECHECK found it current for this credential:
-        served with no query at all. Past that, the first caller gets None (it checks and calls
-        `get`); while its check runs (up to RECHECK_S more), the others still get the page."""
+        served with no query at all. Past that, or once the clock reaches the page's `until`, the
+        first caller gets None (it checks, and rebuilds the page if it must); while it does (up to
+        RECHECK_S more), the others still get the page, an expired one for at most RECHECK_S past
+        its `until`. Fifty connections on one account used to rebuild /progress at once when its
+        minute ran out (p99 220-265 ms under wrk, 11-13 ms between those moments)."""
         with self._lock:
             entry = self._kept.get((user_id, name))
-            if entry is None or entry.credential != credential or not entry.built <= now < entry.until:
+            if entry is None or entry.credential != credential or not entry.built <= now:
+                return None
+            if now >= entry.until + timedelta(seconds=self._recheck_s):
                 return None
             clock = time.monotonic()
-            if clock - entry.checked >= self._recheck_s:
+            if now >= entry.until or clock - entry.checked >= self._recheck_s:
                 if entry.rechecking == 0.0 or clock - entry.rechecking >= self._recheck_s:
                     entry.rechecking = clock  # this caller rechecks (or takes over a stalled one)
                     return None
@@ -135,8 +140,10 @@ class PersonalPages:
             entry = self._kept.get((user_id, name))
             if entry is None:
                 return None
-            if entry.version != version or not entry.built <= now < entry.until:
+            if entry.version != version or now < entry.built:
                 self._drop(user_id, name)
+                return None
+            if now >= entry.until:  # rebuilt by this caller; the others get it meanwhile (`recent`)
                 return None
             entry.credential, entry.checked, entry.rechecking = credential, time.monotonic(), 0.0
             self._kept.move_to_end((user_id, name))

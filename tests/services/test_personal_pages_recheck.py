@@ -68,10 +68,40 @@ def test_a_recheck_that_finds_the_session_ended_discards_the_page(clock: FakeMon
     assert pages.get(7, "/progress?", ("v1",), NOW, "cred") is None
 
 
-def test_another_credential_or_the_clock_past_the_page_is_never_served(clock: FakeMonotonic) -> None:
+def test_when_the_page_runs_out_one_caller_rebuilds_it_and_the_others_are_served_meanwhile(
+    clock: FakeMonotonic,
+) -> None:
+    """/progress kept for its minute: when it ran out, fifty connections rebuilt it at once (p99
+    220-265 ms under wrk, 11-13 ms otherwise)."""
+    pages = kept(clock)
+    until = NOW + timedelta(minutes=1)
+    assert pages.recent(7, "/progress?", "cred", until) is None  # this one rebuilds
+    assert [pages.recent(7, "/progress?", "cred", until) for _ in range(3)] == [b"page"] * 3
+    assert pages.get(7, "/progress?", ("v1",), until, "cred") is None  # so it builds the page anew
+    assert pages.recent(7, "/progress?", "cred", until + timedelta(seconds=0.4)) == b"page"
+    pages.put(7, "/progress?", ("v1",), until, until + timedelta(minutes=1), b"new page", "cred")
+    assert pages.recent(7, "/progress?", "cred", until + timedelta(seconds=0.4)) == b"new page"
+
+
+def test_a_page_past_its_time_by_recheck_s_is_served_to_nobody(clock: FakeMonotonic) -> None:
+    pages = kept(clock)
+    late = NOW + timedelta(minutes=1, seconds=0.5)
+    assert pages.recent(7, "/progress?", "cred", NOW + timedelta(minutes=1)) is None  # a rebuild began
+    assert [pages.recent(7, "/progress?", "cred", late) for _ in range(3)] == [None] * 3
+
+
+def test_a_changed_version_is_never_served_while_the_page_is_rebuilt(clock: FakeMonotonic) -> None:
+    pages = kept(clock)
+    until = NOW + timedelta(minutes=1)
+    assert pages.recent(7, "/progress?", "cred", until) is None
+    assert pages.get(7, "/progress?", ("v2",), until, "cred") is None  # a write elsewhere: dropped
+    assert pages.recent(7, "/progress?", "cred", until) is None
+
+
+def test_another_credential_or_a_page_from_the_future_is_never_served(clock: FakeMonotonic) -> None:
     pages = kept(clock)
     assert pages.recent(7, "/progress?", "other", NOW) is None
-    assert pages.recent(7, "/progress?", "cred", NOW + timedelta(minutes=1)) is None
+    assert pages.recent(7, "/progress?", "cred", NOW - timedelta(seconds=1)) is None
     clock.t += 0.6
     assert pages.recent(7, "/progress?", "cred", NOW) is None
     assert pages.recent(7, "/progress?", "other", NOW) is None  # not even while a recheck runs
