@@ -106,6 +106,7 @@ class PersonalPages:
     def __init__(self, entries: int = PERSONAL_PAGE_ENTRIES, recheck_s: float = RECHECK_S) -> None:
         self._entries = entries
         self._recheck_s = recheck_s
+        self._expired_grace = timedelta(seconds=recheck_s)  # on the app's clock, for `recent`
         self._kept: OrderedDict[tuple[int, str], _Kept] = OrderedDict()
         self._keys_of: dict[int, set[str]] = {}
         self._lock = threading.Lock()
@@ -121,7 +122,7 @@ class PersonalPages:
             entry = self._kept.get((user_id, name))
             if entry is None or entry.credential != credential or not entry.built <= now:
                 return None
-            if now >= entry.until + timedelta(seconds=self._recheck_s):
+            if now >= entry.until + self._expired_grace:
                 return None
             clock = time.monotonic()
             if now >= entry.until or clock - entry.checked >= self._recheck_s:
